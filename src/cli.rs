@@ -1,0 +1,106 @@
+//! Command-line surface: one clap-derive enum, one variant per hook event or manual command.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "loopgate", version, about = "Detects a Claude Code agent stuck in a loop and breaks the loop")]
+pub struct Cli {
+    /// Where per-session state and events.jsonl live [env: LOOPGATE_STATE_DIR]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Config file to use instead of the project and user files [env: LOOPGATE_CONFIG]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Compute and log every decision, but deny, block and inject nothing [env: LOOPGATE_MODE=observe]
+    #[arg(long, global = true)]
+    pub observe: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Hook: PreToolUse (may deny a repeated call)
+    PreToolUse,
+    /// Hook: PostToolUse (records the outcome)
+    PostToolUse,
+    /// Hook: PostToolUseFailure (records the failure, may warn)
+    PostToolUseFailure,
+    /// Hook: PostToolBatch (sees calls rejected before they ran)
+    PostToolBatch,
+    /// Hook: Stop (the progress gate)
+    Stop,
+    /// Hook: SubagentStop
+    SubagentStop,
+    /// Hook: UserPromptSubmit (starts a new turn)
+    UserPromptSubmit,
+    /// Show sessions with their counters and last decisions
+    Status {
+        /// Only this session id
+        #[arg(long)]
+        session: Option<String>,
+        /// Machine-readable output
+        #[arg(long)]
+        json: bool,
+    },
+    /// Clear loop state (config and event log stay)
+    Reset {
+        /// The session to reset
+        #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+        session: Option<String>,
+        /// Reset every session
+        #[arg(long)]
+        all: bool,
+    },
+    /// Wire loopgate's hooks into a Claude Code settings file (used by install.sh)
+    Setup {
+        /// Settings file [default: ~/.claude/settings.json]
+        #[arg(long)]
+        settings: Option<PathBuf>,
+        /// Path of the loopgate binary the hooks call [default: this executable]
+        #[arg(long)]
+        bin: Option<PathBuf>,
+        /// Remove loopgate's entries instead
+        #[arg(long)]
+        uninstall: bool,
+    },
+}
+
+impl Command {
+    /// The `hook_event_name` a hook subcommand expects on stdin.
+    pub fn hook_event(&self) -> Option<&'static str> {
+        Some(match self {
+            Command::PreToolUse => "PreToolUse",
+            Command::PostToolUse => "PostToolUse",
+            Command::PostToolUseFailure => "PostToolUseFailure",
+            Command::PostToolBatch => "PostToolBatch",
+            Command::Stop => "Stop",
+            Command::SubagentStop => "SubagentStop",
+            Command::UserPromptSubmit => "UserPromptSubmit",
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn subcommand_names_follow_hook_events() {
+        let cli = Cli::try_parse_from(["loopgate", "post-tool-use-failure"]).unwrap();
+        assert_eq!(cli.command.hook_event(), Some("PostToolUseFailure"));
+        let cli = Cli::try_parse_from(["loopgate", "--observe", "pre-tool-use"]).unwrap();
+        assert!(cli.observe);
+    }
+}

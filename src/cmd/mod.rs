@@ -1,0 +1,5 @@
+//! Manual commands: what a person runs, as opposed to the hooks Claude Code runs.
+
+pub mod reset;
+pub mod setup;
+pub mod status;

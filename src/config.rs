@@ -1,0 +1,286 @@
+//! Configuration: defaults from the designs, overridden by the user file, the project file, the
+//! environment and flags, in that order (later wins).
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Enforce,
+    Observe,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DedupMode {
+    /// Count identical calls only while they keep returning the same outcome (the default).
+    Outcome,
+    /// The design's plain count: the Nth identical call in the session is denied.
+    Strict,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum When {
+    /// Only when no person is attending (`CLAUDE_CODE_SESSION_ATTENDED=0`).
+    Unattended,
+    Always,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub mode: Mode,
+    /// How long a hook waits for the session lock before failing open.
+    pub lock_timeout_ms: u64,
+    pub dedup: Dedup,
+    pub failures: Failures,
+    pub progress: Progress,
+    pub log: Log,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Dedup {
+    pub enabled: bool,
+    pub mode: DedupMode,
+    pub max_identical: u32,
+    pub exempt_tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Failures {
+    pub enabled: bool,
+    pub warn_after: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Progress {
+    pub enabled: bool,
+    pub max_blocks: u32,
+    pub when: When,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Log {
+    /// Keep a short, secret-masked preview of the call in each event.
+    pub preview: bool,
+    /// events.jsonl is rotated to events.jsonl.1 past this size.
+    pub max_bytes: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mode: Mode::Enforce,
+            lock_timeout_ms: 2000,
+            dedup: Dedup::default(),
+            failures: Failures::default(),
+            progress: Progress::default(),
+            log: Log::default(),
+        }
+    }
+}
+
+impl Default for Dedup {
+    fn default() -> Self {
+        Dedup {
+            enabled: true,
+            mode: DedupMode::Outcome,
+            max_identical: 3,
+            exempt_tools: ["Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoWrite"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+}
+
+impl Default for Failures {
+    fn default() -> Self {
+        Failures {
+            enabled: true,
+            warn_after: 5,
+        }
+    }
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress {
+            enabled: true,
+            max_blocks: 2,
+            when: When::Unattended,
+        }
+    }
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Log {
+            preview: true,
+            max_bytes: 8 << 20,
+        }
+    }
+}
+
+/// Where configuration comes from, gathered once per process.
+#[derive(Debug, Default)]
+pub struct Sources<'a> {
+    pub flag_file: Option<&'a Path>,
+    pub flag_observe: bool,
+    pub env_file: Option<PathBuf>,
+    pub env_mode: Option<String>,
+    pub project_dir: Option<&'a Path>,
+    pub user_file: Option<PathBuf>,
+}
+
+/// The loaded config plus one line per problem found, for stderr.
+pub struct Loaded {
+    pub config: Config,
+    pub problems: Vec<String>,
+}
+
+pub fn user_config_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().join(".config")))?;
+    Some(base.join("loopgate").join("config.toml"))
+}
+
+pub fn project_config_file(project_dir: &Path) -> PathBuf {
+    project_dir.join(".claude").join("loopgate.toml")
+}
+
+pub fn load(src: &Sources) -> Loaded {
+    let mut problems = Vec::new();
+    let explicit = src.flag_file.map(Path::to_path_buf).or(src.env_file.clone());
+    let files: Vec<PathBuf> = match explicit {
+        Some(f) => vec![f],
+        None => src
+            .user_file
+            .iter()
+            .cloned()
+            .chain(src.project_dir.map(project_config_file))
+            .collect(),
+    };
+    let mut merged = toml::Table::new();
+    for file in files {
+        match read_table(&file) {
+            Ok(Some(t)) => deep_merge(&mut merged, t),
+            Ok(None) => {}
+            Err(e) => problems.push(format!("ignoring config {}: {e}", file.display())),
+        }
+    }
+    let mut config = match Config::deserialize(toml::Value::Table(merged)) {
+        Ok(c) => c,
+        Err(e) => {
+            problems.push(format!("config ignored, using defaults: {}", one_line(&e.to_string())));
+            Config::default()
+        }
+    };
+    match src.env_mode.as_deref() {
+        Some("observe") => config.mode = Mode::Observe,
+        Some("enforce") => config.mode = Mode::Enforce,
+        Some("") | None => {}
+        Some(other) => problems.push(format!("LOOPGATE_MODE={other:?} is not observe or enforce")),
+    }
+    if src.flag_observe {
+        config.mode = Mode::Observe;
+    }
+    Loaded { config, problems }
+}
+
+fn read_table(path: &Path) -> Result<Option<toml::Table>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    text.parse::<toml::Table>()
+        .map(Some)
+        .map_err(|e| one_line(&e.to_string()))
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Tables merge key by key, so a project file can change one threshold without restating the rest.
+fn deep_merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => deep_merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn precedence_is_flag_env_project_user_default() {
+        let d = tempfile::tempdir().unwrap();
+        let user = write(d.path(), "user.toml", "mode = \"observe\"\n[dedup]\nmax_identical = 7\nmode = \"strict\"\n");
+        let proj = d.path().join("proj");
+        write(&proj, ".claude/loopgate.toml", "[dedup]\nmax_identical = 4\n");
+        let src = Sources {
+            project_dir: Some(&proj),
+            user_file: Some(user.clone()),
+            ..Default::default()
+        };
+        let c = load(&src).config;
+        assert_eq!(c.dedup.max_identical, 4, "project over user");
+        assert_eq!(c.dedup.mode, DedupMode::Strict, "user key kept when project is silent");
+        assert_eq!(c.mode, Mode::Observe);
+        let src = Sources {
+            env_mode: Some("enforce".into()),
+            project_dir: Some(&proj),
+            user_file: Some(user),
+            ..Default::default()
+        };
+        assert_eq!(load(&src).config.mode, Mode::Enforce, "env over files");
+        let src = Sources {
+            flag_observe: true,
+            env_mode: Some("enforce".into()),
+            ..Default::default()
+        };
+        assert_eq!(load(&src).config.mode, Mode::Observe, "flag over env");
+        assert_eq!(load(&Sources::default()).config.dedup.max_identical, 3);
+    }
+
+    #[test]
+    fn bad_file_is_reported_and_defaults_used() {
+        let d = tempfile::tempdir().unwrap();
+        let bad = write(d.path(), "bad.toml", "mode = [broken\n");
+        let loaded = load(&Sources {
+            flag_file: Some(&bad),
+            ..Default::default()
+        });
+        assert_eq!(loaded.problems.len(), 1);
+        assert!(!loaded.problems[0].contains('\n'));
+        assert_eq!(loaded.config.dedup.max_identical, 3);
+        let wrong_type = write(d.path(), "t.toml", "[failures]\nwarn_after = \"five\"\n");
+        let loaded = load(&Sources {
+            flag_file: Some(&wrong_type),
+            ..Default::default()
+        });
+        assert_eq!(loaded.problems.len(), 1);
+        assert_eq!(loaded.config.failures.warn_after, 5);
+    }
+}

@@ -1,0 +1,153 @@
+//! Layer 3: the progress gate on Stop. A turn may end unless it was visibly trying and failing —
+//! it attempted file changes that left the worktree untouched, or loopgate had to intervene — and
+//! nothing under the project changed since the prompt. Reading, researching, running tests and
+//! reporting are legitimate ends and are never blocked.
+
+use crate::config::{Progress, When};
+use crate::state::Turn;
+use crate::verdict::{Action, Severity, Verdict};
+
+pub const NAME: &str = "progress_gate";
+
+/// What the gate concluded, also used by the circuit breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judgement {
+    /// Not judged: disabled, attended, outside git, or no baseline for this turn.
+    NotApplicable,
+    Progress,
+    /// Nothing changed, but the turn showed no sign of trying and failing.
+    QuietTurn,
+    /// Nothing changed and the turn was trying and failing.
+    NoProgress,
+}
+
+pub struct StopInput<'a> {
+    pub turn: &'a Turn,
+    pub stop_hook_active: bool,
+    /// `CLAUDE_CODE_SESSION_ATTENDED`: `Some(false)` for `claude -p` and background sessions.
+    pub attended: Option<bool>,
+    /// Worktree fingerprint now, `None` outside git.
+    pub now_fingerprint: Option<&'a str>,
+}
+
+pub fn judge(input: &StopInput, cfg: &Progress) -> Judgement {
+    let acts_here = match cfg.when {
+        When::Always => true,
+        When::Unattended => input.attended == Some(false),
+    };
+    if !cfg.enabled || !acts_here {
+        return Judgement::NotApplicable;
+    }
+    let (Some(now), Some(base)) = (input.now_fingerprint, input.turn.baseline.as_deref()) else {
+        return Judgement::NotApplicable;
+    };
+    if now != base {
+        Judgement::Progress
+    } else if input.turn.edit_failures > 0 || input.turn.interventions > 0 {
+        Judgement::NoProgress
+    } else {
+        Judgement::QuietTurn
+    }
+}
+
+/// Blocks the Stop when the judgement is no progress and the per-turn budget allows.
+pub fn check(input: &StopInput, judgement: Judgement, cfg: &Progress) -> Option<Verdict> {
+    if judgement != Judgement::NoProgress {
+        return None;
+    }
+    let t = input.turn;
+    // Claude Code ends the turn itself after 9 blocks; stay well below, and never block once the
+    // budget is spent, whatever stop_hook_active says.
+    if t.stop_blocks >= cfg.max_blocks.min(8) {
+        return None;
+    }
+    let mut signs = Vec::new();
+    if t.edit_failures > 0 {
+        signs.push(format!(
+            "{} of its {} file edits failed or were rejected",
+            t.edit_failures,
+            t.edit_attempts.max(t.edit_failures)
+        ));
+    }
+    if t.interventions > 0 {
+        signs.push(format!(
+            "loopgate stepped in {} time{} (repeated or failing calls)",
+            t.interventions,
+            if t.interventions == 1 { "" } else { "s" }
+        ));
+    }
+    let reason = format!(
+        "loopgate: nothing under the project has changed since this task began (no modified or new files, \
+         no new commit), yet {}. Before you finish, make sure the change you intended is really on disk: \
+         re-read the file you meant to edit, apply the edit against its current text, and check `git status`. \
+         If it cannot be done, say plainly that the task is not finished and what blocks it.",
+        signs.join(" and ")
+    );
+    Some(
+        Verdict::new(NAME, Action::Deny, Severity::Medium, reason)
+            .with("edit_attempts", t.edit_attempts)
+            .with("edit_failures", t.edit_failures)
+            .with("interventions", t.interventions)
+            .with("stop_blocks", t.stop_blocks)
+            .with("max_blocks", cfg.max_blocks)
+            .with("stop_hook_active", input.stop_hook_active),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(turn: &Turn, now: Option<&'static str>) -> StopInput<'static> {
+        StopInput {
+            turn: Box::leak(Box::new(turn.clone())),
+            stop_hook_active: false,
+            attended: Some(false),
+            now_fingerprint: now,
+        }
+    }
+
+    fn failing_turn() -> Turn {
+        Turn {
+            baseline: Some("f0".into()),
+            edit_attempts: 2,
+            edit_failures: 2,
+            ..Turn::default()
+        }
+    }
+
+    #[test]
+    fn blocks_only_failing_turns_without_change() {
+        let cfg = Progress::default();
+        let t = failing_turn();
+        let j = judge(&input(&t, Some("f0")), &cfg);
+        assert_eq!(j, Judgement::NoProgress);
+        assert!(check(&input(&t, Some("f0")), j, &cfg).is_some());
+        assert_eq!(judge(&input(&t, Some("f1")), &cfg), Judgement::Progress);
+        let quiet = Turn {
+            baseline: Some("f0".into()),
+            ..Turn::default()
+        };
+        assert_eq!(judge(&input(&quiet, Some("f0")), &cfg), Judgement::QuietTurn);
+        assert_eq!(judge(&input(&t, None), &cfg), Judgement::NotApplicable);
+    }
+
+    #[test]
+    fn attended_sessions_and_spent_budgets_pass() {
+        let cfg = Progress::default();
+        let t = failing_turn();
+        let mut i = input(&t, Some("f0"));
+        i.attended = Some(true);
+        assert_eq!(judge(&i, &cfg), Judgement::NotApplicable);
+        let always = Progress {
+            when: When::Always,
+            ..Progress::default()
+        };
+        assert_eq!(judge(&i, &always), Judgement::NoProgress);
+        let spent = Turn {
+            stop_blocks: 2,
+            ..failing_turn()
+        };
+        assert!(check(&input(&spent, Some("f0")), Judgement::NoProgress, &cfg).is_none());
+    }
+}

@@ -1,0 +1,357 @@
+//! The decision pipeline for one hook call: update the session state with what happened, ask the
+//! detectors, and return their verdicts. No I/O but the worktree fingerprint, so replay and tests
+//! drive it in-process.
+
+use crate::canon::call_key;
+use crate::config::{Config, Mode};
+use crate::detectors::{changed_files, dedup, describe, failures, is_edit_tool, progress};
+use crate::git::Worktree;
+use crate::outcome;
+use crate::payload::{BatchCall, Event, Payload};
+use crate::redact;
+use crate::state::{Call, CallStatus, DecisionNote, SessionState, Turn, MAIN_AGENT};
+use crate::verdict::{strongest, Action, Verdict};
+use serde_json::Value;
+use std::path::Path;
+
+pub struct Ctx<'a> {
+    pub config: &'a Config,
+    pub now_ms: u64,
+    /// `CLAUDE_PROJECT_DIR`: the model's `cd` moves `cwd`, never this.
+    pub project_dir: Option<&'a Path>,
+    /// `CLAUDE_CODE_SESSION_ATTENDED`, when Claude Code set it.
+    pub attended: Option<bool>,
+    pub worktree: &'a dyn Worktree,
+}
+
+impl Ctx<'_> {
+    pub fn enforced(&self) -> bool {
+        self.config.mode == Mode::Enforce
+    }
+
+    fn fingerprint(&self) -> Option<String> {
+        self.worktree
+            .fingerprint(self.project_dir?)
+            .ok()
+            .flatten()
+    }
+}
+
+/// Updates `state` for this hook call and returns every verdict, strongest last-decided by
+/// [`strongest`].
+pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) -> Vec<Verdict> {
+    state.updated_ms = state.updated_ms.max(ctx.now_ms);
+    let verdicts = match event {
+        Event::UserPromptSubmit => {
+            start_turn(state, p.prompt_id.clone(), ctx, true);
+            Vec::new()
+        }
+        Event::PreToolUse => {
+            follow_turn(state, p, ctx, true);
+            pre_tool_use(state, p, ctx)
+        }
+        Event::PostToolUse | Event::PostToolUseFailure => {
+            follow_turn(state, p, ctx, false);
+            post_tool_use(state, p, event == Event::PostToolUse, ctx)
+        }
+        Event::PostToolBatch => {
+            follow_turn(state, p, ctx, false);
+            post_tool_batch(state, p, ctx)
+        }
+        Event::Stop => {
+            follow_turn(state, p, ctx, false);
+            stop(state, p, ctx)
+        }
+        Event::SubagentStop => {
+            // The subagent is done: its loop state has nothing left to protect.
+            state.agents.remove(p.agent());
+            Vec::new()
+        }
+    };
+    if let Some(v) = strongest(&verdicts) {
+        account(state, p, event, v, ctx);
+    }
+    verdicts
+}
+
+/// Starts a new turn when the main agent's prompt changes (UserPromptSubmit, or a new `prompt_id`
+/// when that hook was not installed). Subagents share the prompt and never start turns.
+fn follow_turn(state: &mut SessionState, p: &Payload, ctx: &Ctx, may_take_baseline: bool) {
+    if p.agent() != MAIN_AGENT {
+        return;
+    }
+    if p.prompt_id.is_some() && p.prompt_id != state.turn.prompt_id {
+        start_turn(state, p.prompt_id.clone(), ctx, may_take_baseline);
+    }
+}
+
+fn start_turn(state: &mut SessionState, prompt_id: Option<String>, ctx: &Ctx, take_baseline: bool) {
+    let baseline = if take_baseline && ctx.config.progress.enabled {
+        ctx.fingerprint()
+    } else {
+        None
+    };
+    state.turn = Turn {
+        prompt_id,
+        number: state.turn.number + 1,
+        started_ms: ctx.now_ms,
+        baseline,
+        ..Turn::default()
+    };
+    // The user said something new: every earlier streak ends here.
+    for agent in state.agents.values_mut() {
+        agent.epoch += 1;
+        failures::on_success(agent);
+    }
+}
+
+fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
+    let cfg = ctx.config;
+    let tool = p.tool();
+    let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
+    let key = call_key(tool, input);
+    let target = redact::target(tool, input);
+    let exempt = dedup::exempt(&cfg.dedup, tool);
+    let agent = state.agent_mut(p.agent(), ctx.now_ms);
+    let mut verdicts = Vec::new();
+    if !exempt {
+        verdicts.extend(dedup::check(agent, &key, &cfg.dedup));
+    }
+    let denied = ctx.enforced() && strongest(&verdicts).is_some_and(|v| v.action >= Action::Deny);
+    if !exempt {
+        agent.run_mut(&key, tool, &target, ctx.now_ms).total += 1;
+    }
+    agent.push_call(Call {
+        id: p.tool_use_id.clone().unwrap_or_default(),
+        tool: tool.to_string(),
+        key,
+        target,
+        at_ms: ctx.now_ms,
+        epoch: agent.epoch,
+        status: if denied {
+            CallStatus::Denied
+        } else {
+            CallStatus::Pending
+        },
+        outcome: None,
+    });
+    state.totals.calls += 1;
+    if p.agent() == MAIN_AGENT && is_edit_tool(tool) {
+        state.turn.edit_attempts += 1;
+    }
+    verdicts
+}
+
+fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> Vec<Verdict> {
+    let tool = p.tool();
+    let response = p.tool_response.as_ref();
+    let result = if ok {
+        outcome::of_success(tool, response)
+    } else {
+        outcome::of_failure(p.error.as_deref().unwrap_or(""))
+    };
+    let status = if ok { CallStatus::Ok } else { CallStatus::Failed };
+    let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
+    let is_main = p.agent() == MAIN_AGENT;
+    let interrupted = p.is_interrupt == Some(true);
+    let changed = ok && changed_files(tool, response);
+    let mut verdicts = Vec::new();
+    {
+        let (agent_ref, target) = finish_call(state, p, tool, input, status, &result, ctx);
+        let agent = agent_ref;
+        if ok {
+            failures::on_success(agent);
+            if changed {
+                agent.epoch += 1;
+            }
+        } else if !interrupted {
+            let what = describe(tool, &target);
+            verdicts.extend(failures::on_failure(agent, what, ctx.now_ms, &ctx.config.failures));
+        }
+    }
+    if !ok {
+        state.totals.failures += 1;
+    }
+    if is_main && is_edit_tool(tool) {
+        if ok {
+            state.turn.edits_ok += 1;
+        } else {
+            state.turn.edit_failures += 1;
+        }
+    }
+    verdicts
+}
+
+/// Marks the call finished and folds its outcome into its identity's streak.
+fn finish_call<'s>(
+    state: &'s mut SessionState,
+    p: &Payload,
+    tool: &str,
+    input: &Value,
+    status: CallStatus,
+    result: &outcome::Outcome,
+    ctx: &Ctx,
+) -> (&'s mut crate::state::AgentState, String) {
+    let exempt = dedup::exempt(&ctx.config.dedup, tool);
+    let agent = state.agent_mut(p.agent(), ctx.now_ms);
+    let id = p.tool_use_id.as_deref().unwrap_or("");
+    // Hash the input only when the id cannot find the call (hashing a large Write is not free).
+    let found = agent.find_call(id, "").map(|c| (c.key.clone(), c.epoch, c.target.clone()));
+    let (key, epoch, target) = match found {
+        Some(f) => f,
+        None => {
+            let key = call_key(tool, input);
+            match agent.find_call("", &key) {
+                Some(c) => (key, c.epoch, c.target.clone()),
+                None => {
+                    let target = redact::target(tool, input);
+                    agent.push_call(Call {
+                        id: id.to_string(),
+                        tool: tool.to_string(),
+                        key: key.clone(),
+                        target: target.clone(),
+                        at_ms: ctx.now_ms,
+                        epoch: agent.epoch,
+                        status: CallStatus::Pending,
+                        outcome: None,
+                    });
+                    (key, agent.epoch, target)
+                }
+            }
+        }
+    };
+    if let Some(c) = agent.find_call(id, &key) {
+        c.status = status;
+        c.outcome = result.digest.clone();
+    }
+    if !exempt {
+        let run = agent.run_mut(&key, tool, &target, ctx.now_ms);
+        dedup::record(run, result, epoch, ctx.now_ms);
+    }
+    (agent, target)
+}
+
+/// PostToolBatch lists every call of the turn once. Calls no tool hook saw were rejected by Claude
+/// Code before they ran (an Edit whose `old_string` is missing): they are failed calls too.
+fn post_tool_batch(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
+    let mut verdicts = Vec::new();
+    let is_main = p.agent() == MAIN_AGENT;
+    for bc in p.tool_calls.as_deref().unwrap_or_default() {
+        let text = response_text(bc);
+        let agent = state.agent_mut(p.agent(), ctx.now_ms);
+        let id = bc.tool_use_id.as_deref().unwrap_or("");
+        if !id.is_empty() {
+            if let Some(c) = agent.find_call(id, "") {
+                if c.status == CallStatus::Pending && text.starts_with("PreToolUse:") {
+                    c.status = CallStatus::Denied;
+                }
+                continue;
+            }
+        }
+        if !text.contains("<tool_use_error>") {
+            // Unseen but not rejected: a hook of ours was skipped; nothing reliable to record.
+            continue;
+        }
+        let result = outcome::of_failure(&text);
+        let key = call_key(&bc.tool_name, &bc.tool_input);
+        let target = redact::target(&bc.tool_name, &bc.tool_input);
+        let epoch = agent.epoch;
+        agent.push_call(Call {
+            id: id.to_string(),
+            tool: bc.tool_name.clone(),
+            key: key.clone(),
+            target: target.clone(),
+            at_ms: ctx.now_ms,
+            epoch,
+            status: CallStatus::Rejected,
+            outcome: result.digest.clone(),
+        });
+        if !dedup::exempt(&ctx.config.dedup, &bc.tool_name) {
+            let run = agent.run_mut(&key, &bc.tool_name, &target, ctx.now_ms);
+            run.total += 1;
+            dedup::record(run, &result, epoch, ctx.now_ms);
+        }
+        let what = format!("{} (rejected: {})", describe(&bc.tool_name, &target), first_line(&text));
+        verdicts.extend(failures::on_failure(agent, what, ctx.now_ms, &ctx.config.failures));
+        state.totals.calls += 1;
+        state.totals.failures += 1;
+        if is_main && is_edit_tool(&bc.tool_name) {
+            state.turn.edit_attempts += 1;
+            state.turn.edit_failures += 1;
+        }
+    }
+    verdicts
+}
+
+fn response_text(bc: &BatchCall) -> String {
+    match &bc.tool_response {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn first_line(text: &str) -> String {
+    let t = text.trim_start_matches("<tool_use_error>");
+    crate::payload::clip(t.lines().next().unwrap_or("").trim_end_matches("</tool_use_error>"), 60)
+}
+
+fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
+    let cfg = &ctx.config.progress;
+    // Only look at the worktree when a verdict could follow: git status is the costliest thing a
+    // hook call does.
+    let quick = progress::StopInput {
+        turn: &state.turn,
+        stop_hook_active: p.stop_hook_active == Some(true),
+        attended: ctx.attended,
+        now_fingerprint: Some(""),
+    };
+    if progress::judge(&quick, cfg) == progress::Judgement::NotApplicable {
+        return Vec::new();
+    }
+    let now = ctx.fingerprint();
+    let input = progress::StopInput {
+        now_fingerprint: now.as_deref(),
+        ..quick
+    };
+    let judgement = progress::judge(&input, cfg);
+    let verdict = progress::check(&input, judgement, cfg);
+    if verdict.is_some() && ctx.enforced() {
+        state.turn.stop_blocks += 1;
+    }
+    verdict.into_iter().collect()
+}
+
+/// Counts the deciding verdict and remembers it for `status`.
+fn account(state: &mut SessionState, p: &Payload, event: Event, v: &Verdict, ctx: &Ctx) {
+    match (event, v.action) {
+        (Event::Stop | Event::SubagentStop, _) => state.totals.blocks += 1,
+        (_, Action::Warn) => state.totals.warnings += 1,
+        _ => state.totals.denials += 1,
+    }
+    if p.agent() == MAIN_AGENT && !matches!(event, Event::Stop | Event::SubagentStop) {
+        state.turn.interventions += 1;
+    }
+    state.note(DecisionNote {
+        at_ms: ctx.now_ms,
+        agent: crate::payload::clip(p.agent(), 64),
+        event: event.name().to_string(),
+        tool: p.tool().to_string(),
+        detector: v.detector.to_string(),
+        action: decision_name(event, v.action).to_string(),
+        severity: v.severity.name().to_string(),
+        enforced: ctx.enforced(),
+        summary: crate::payload::clip(&v.reason, 200),
+    });
+}
+
+/// The name of a decision as the event log and `status` show it.
+pub fn decision_name(event: Event, action: Action) -> &'static str {
+    match (event, action) {
+        (Event::Stop | Event::SubagentStop | Event::PostToolBatch, Action::Deny | Action::Halt) => {
+            "block"
+        }
+        (_, a) => a.name(),
+    }
+}
+

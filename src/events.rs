@@ -1,0 +1,67 @@
+//! The event log: one JSON line per warning, denial, block or would-fire, in `events.jsonl`,
+//! rotated to `events.jsonl.1` when it grows past the configured size.
+
+use crate::config::Log;
+use crate::engine::decision_name;
+use crate::payload::{Event, Payload};
+use crate::store::open_private;
+use crate::verdict::Verdict;
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+use std::fs;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+
+pub const FILE: &str = "events.jsonl";
+
+pub struct Meta<'a> {
+    pub payload: &'a Payload,
+    pub event: Event,
+    pub now_ms: u64,
+    pub enforced: bool,
+    pub preview: Option<String>,
+}
+
+pub fn line(m: &Meta, v: &Verdict) -> Value {
+    let mut o = json!({
+        "ts": crate::clock::rfc3339(m.now_ms),
+        "session": crate::payload::clip(&m.payload.session_id, 128),
+        "agent": crate::payload::clip(m.payload.agent(), 64),
+        "prompt_id": m.payload.prompt_id,
+        "event": m.event.name(),
+        "tool": m.payload.tool_name,
+        "detector": v.detector,
+        "decision": decision_name(m.event, v.action),
+        "enforced": m.enforced,
+        "severity": v.severity.name(),
+        "reason": v.reason,
+        "evidence": v.evidence,
+    });
+    if let Some(p) = &m.preview {
+        o["preview"] = Value::String(p.clone());
+    }
+    o
+}
+
+/// Appends the lines under a log lock, rotating first when the file is too large. Lines from
+/// parallel hook processes never interleave.
+pub fn append(dir: &Path, lines: &[Value], cfg: &Log) -> Result<()> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join(FILE);
+    let lock = open_private(&dir.join("events.lock")).context("cannot open the event log lock")?;
+    lock.lock().context("cannot lock the event log")?;
+    if fs::metadata(&path).is_ok_and(|m| m.len() > cfg.max_bytes) {
+        fs::rename(&path, dir.join(format!("{FILE}.1"))).context("cannot rotate the event log")?;
+    }
+    let mut buf = Vec::new();
+    for l in lines {
+        serde_json::to_writer(&mut buf, l)?;
+        buf.push(b'\n');
+    }
+    let mut f = open_private(&path).context("cannot open the event log")?;
+    f.seek(SeekFrom::End(0))?;
+    f.write_all(&buf).context("cannot write the event log")?;
+    Ok(())
+}

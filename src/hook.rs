@@ -1,0 +1,184 @@
+//! One hook call, end to end: read stdin, load config and the locked session state, run the
+//! engine, save, log, answer. Every failure on the way fails open (exit 1, one stderr line).
+
+use crate::cli::Cli;
+use crate::config::{self, Mode};
+use crate::engine::{self, Ctx};
+use crate::events;
+use crate::exit::Exit;
+use crate::git::Git;
+use crate::payload::{clip, Event, Payload};
+use crate::render;
+use crate::state::SessionState;
+use crate::store::Store;
+use crate::verdict::strongest;
+use anyhow::{bail, Context, Result};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Stdin larger than this is not a hook payload we can judge in time.
+const MAX_INPUT: u64 = 64 << 20;
+
+pub fn run(cli: &Cli, expected: &'static str) -> Exit {
+    let mut input = Vec::new();
+    let read = std::io::stdin()
+        .lock()
+        .take(MAX_INPUT)
+        .read_to_end(&mut input);
+    if env_is("LOOPGATE_DISABLE", "1") {
+        return Exit::Ok;
+    }
+    let result = read
+        .context("cannot read hook input from stdin")
+        .and_then(|_| process(cli, expected, &input));
+    match result {
+        Ok(done) => {
+            for p in &done.problems {
+                say(p);
+            }
+            if let Some(out) = done.stdout {
+                let mut so = std::io::stdout().lock();
+                if so.write_all(out.as_bytes()).and_then(|_| so.flush()).is_err() {
+                    return Exit::FailOpen;
+                }
+            }
+            done.exit
+        }
+        Err(e) => {
+            say(&format!("{e:#}"));
+            Exit::FailOpen
+        }
+    }
+}
+
+struct Done {
+    stdout: Option<String>,
+    problems: Vec<String>,
+    exit: Exit,
+}
+
+fn process(cli: &Cli, expected: &'static str, input: &[u8]) -> Result<Done> {
+    let (payload, event) = Payload::parse(input)?;
+    if event.name() != expected {
+        bail!(
+            "`{}` got a {} payload; check the hook wiring in settings.json",
+            subcommand(expected),
+            event.name()
+        );
+    }
+    let project_dir = std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let loaded = config::load(&config::Sources {
+        flag_file: cli.config.as_deref(),
+        flag_observe: cli.observe,
+        env_file: std::env::var_os("LOOPGATE_CONFIG")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+        env_mode: std::env::var("LOOPGATE_MODE").ok(),
+        project_dir: project_dir.as_deref(),
+        user_file: config::user_config_file(),
+    });
+    let mut problems = loaded.problems;
+    let cfg = loaded.config;
+    let store = Store::open(&state_dir(cli)?)?;
+    let now_ms = crate::clock::now_ms();
+    let lock = store.lock(
+        &payload.session_id,
+        Duration::from_millis(cfg.lock_timeout_ms),
+    )?;
+    let (loaded_state, quarantined) = store.load(&lock)?;
+    let mut state = loaded_state.unwrap_or_else(|| SessionState::new(&payload.session_id, now_ms));
+    let attended = std::env::var("CLAUDE_CODE_SESSION_ATTENDED")
+        .ok()
+        .map(|v| v.trim() != "0");
+    let ctx = Ctx {
+        config: &cfg,
+        now_ms,
+        project_dir: project_dir.as_deref(),
+        attended,
+        worktree: &Git,
+    };
+    let verdicts = engine::handle(&mut state, &payload, event, &ctx);
+    store.save(&lock, &state)?;
+    let enforced = cfg.mode == Mode::Enforce;
+    let meta = events::Meta {
+        payload: &payload,
+        event,
+        now_ms,
+        enforced,
+        preview: cfg
+            .log
+            .preview
+            .then(|| preview(&payload))
+            .flatten(),
+    };
+    let lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
+    if let Err(e) = events::append(store.dir(), &lines, &cfg.log) {
+        problems.push(format!("{e:#}"));
+    }
+    drop(lock);
+    if let Some(q) = quarantined {
+        // Claude Code ignores stdout on exit 1, so this call proceeds unjudged; state is fresh.
+        problems.push(format!(
+            "session state was unreadable and has been moved to {}; starting fresh",
+            q.0.display()
+        ));
+        return Ok(Done {
+            stdout: None,
+            problems,
+            exit: Exit::FailOpen,
+        });
+    }
+    let stdout = if enforced {
+        strongest(&verdicts).and_then(|v| render::answer(event, v))
+    } else {
+        None
+    };
+    Ok(Done {
+        stdout,
+        problems,
+        exit: Exit::Ok,
+    })
+}
+
+fn preview(p: &Payload) -> Option<String> {
+    p.tool_input
+        .as_ref()
+        .map(|i| crate::redact::target(p.tool(), i))
+}
+
+pub fn state_dir(cli: &Cli) -> Result<PathBuf> {
+    cli.state_dir
+        .clone()
+        .or_else(|| {
+            std::env::var_os("LOOPGATE_STATE_DIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .or_else(Store::default_dir)
+        .context("no state directory: set LOOPGATE_STATE_DIR or --state-dir")
+}
+
+fn subcommand(event: &str) -> &'static str {
+    match Event::parse(event) {
+        Some(Event::PreToolUse) => "pre-tool-use",
+        Some(Event::PostToolUse) => "post-tool-use",
+        Some(Event::PostToolUseFailure) => "post-tool-use-failure",
+        Some(Event::PostToolBatch) => "post-tool-batch",
+        Some(Event::Stop) => "stop",
+        Some(Event::SubagentStop) => "subagent-stop",
+        Some(Event::UserPromptSubmit) => "user-prompt-submit",
+        None => "?",
+    }
+}
+
+fn env_is(name: &str, value: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == value)
+}
+
+/// Claude Code shows the hook's stderr to the user: keep it to one line per problem.
+pub fn say(msg: &str) {
+    eprintln!("loopgate: {}", clip(&msg.replace('\n', " "), 400));
+}

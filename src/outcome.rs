@@ -1,0 +1,272 @@
+//! What a call returned, reduced to what means something: volatile noise (timestamps, durations,
+//! PIDs, temp paths, ids) is masked before hashing, so "the same result again" is judged on content.
+//! OpenClaw's result hashing was defeated by exactly that noise (research notes §3.1).
+
+use crate::canon::{text_key, write_canonical, Digest16};
+use regex::Regex;
+use serde_json::Value;
+use std::sync::OnceLock;
+
+/// Above this, only a prefix is normalised and the rest is hashed raw: masking is for noise in
+/// ordinary output, and a megabyte of it is already unambiguous.
+const NORMALISE_LIMIT: usize = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Digest of the normalised result, `None` when the result carries no information.
+    pub digest: Option<Digest16>,
+    pub failed: bool,
+    /// Short normalised text, for messages.
+    pub preview: String,
+}
+
+impl Outcome {
+    pub fn is_trivial(&self) -> bool {
+        self.digest.is_none()
+    }
+}
+
+/// Outcome of a call that ran successfully (PostToolUse).
+pub fn of_success(tool: &str, response: Option<&Value>) -> Outcome {
+    let text = match (tool, response) {
+        (_, None) => String::new(),
+        ("Bash", Some(r)) => bash_text(r),
+        ("Read", Some(r)) => r
+            .pointer("/file/content")
+            .and_then(Value::as_str)
+            .map(|c| {
+                let start = r.pointer("/file/startLine").and_then(Value::as_u64).unwrap_or(1);
+                format!("@{start}\n{c}")
+            })
+            .unwrap_or_else(|| canonical_text(r)),
+        // Edits are judged by success: their response echoes the input, which says nothing new.
+        ("Edit" | "MultiEdit" | "Write" | "NotebookEdit", Some(_)) => "ok".to_string(),
+        (_, Some(Value::String(s))) => s.clone(),
+        (_, Some(r)) => canonical_text(r),
+    };
+    build(&text, false)
+}
+
+/// Outcome of a failed call (PostToolUseFailure `error`, or a rejected call's batch text).
+pub fn of_failure(error: &str) -> Outcome {
+    build(error, true)
+}
+
+fn bash_text(r: &Value) -> String {
+    let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+    let (out, err) = (field("stdout"), field("stderr"));
+    if out.trim().is_empty() && err.trim().is_empty() {
+        return String::new();
+    }
+    format!("{out}\n\u{1}{err}")
+}
+
+fn canonical_text(v: &Value) -> String {
+    let mut buf = Vec::new();
+    write_canonical(v, &mut buf);
+    String::from_utf8(buf).unwrap_or_default()
+}
+
+fn build(raw: &str, failed: bool) -> Outcome {
+    let cut = floor_char_boundary(raw, NORMALISE_LIMIT);
+    let mut norm = normalise(&raw[..cut]);
+    if cut < raw.len() {
+        norm.push_str(&text_key(&raw[cut..]));
+    }
+    let trivial = is_trivial_text(&norm);
+    let preview = crate::payload::clip(norm.trim(), 160);
+    let digest = if trivial {
+        None
+    } else {
+        // Success and failure with the same text are different outcomes.
+        Some(text_key(&format!("{}{norm}", if failed { "E" } else { "O" })))
+    };
+    Outcome {
+        digest,
+        failed,
+        preview,
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Empty or a bare acknowledgement: such results tell the agent nothing, so repeating them is not
+/// "the same answer again".
+fn is_trivial_text(norm: &str) -> bool {
+    let t = norm.trim_matches(|c: char| c.is_whitespace() || c == '\u{1}' || c == '.' || c == '!');
+    t.is_empty()
+        || ["ok", "done", "success", "true", "null", "{}", "[]", "\"\""]
+            .iter()
+            .any(|w| t.eq_ignore_ascii_case(w))
+}
+
+fn noise() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(concat!(
+            // ISO dates and clock times, with optional fractions and zone.
+            r"(?P<ts>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b)",
+            // Durations: "1.23s", "250ms", "in 3 seconds", "2m 5s".
+            r"|(?P<dur>\b\d+(?:\.\d+)?(?:ns|µs|us|ms|s|m|h)\b|\b\d+(?:\.\d+)?\s(?:ms|sec|secs|seconds?|mins?|minutes?)\b)",
+            // UUIDs before generic hex, then hex ids of 7+ chars that contain a digit and a letter.
+            r"|(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)",
+            r"|(?P<hex>\b(?:0x)?[0-9a-f]*(?:[0-9][a-f]|[a-f][0-9])[0-9a-f]*\b)",
+            // Process ids and retry counters.
+            r"|(?P<pid>(?i:\bpid\b)[\s:=#]*\d+)",
+            r"|(?P<attempt>(?i:\b(?:attempt|try|retry)\b)\s*#?\d+)",
+            // Temp paths: their random suffixes differ on every run.
+            r"|(?P<tmp>(?:/tmp|/var/folders|/private/var)/[^\s'\x22:)]+)",
+        ))
+        .expect("noise pattern compiles")
+    })
+}
+
+/// Masks volatile fragments; everything else is kept verbatim.
+pub fn normalise(text: &str) -> String {
+    noise()
+        .replace_all(text, |c: &regex::Captures| {
+            for name in ["ts", "dur", "uuid", "hex", "pid", "attempt", "tmp"] {
+                if let Some(m) = c.name(name) {
+                    // Short hex-looking words ("cafe", "add1") are ordinary text, not ids.
+                    if name == "hex" && m.as_str().trim_start_matches("0x").len() < 7 {
+                        return m.as_str().to_string();
+                    }
+                    return format!("<{name}>");
+                }
+            }
+            String::new()
+        })
+        .into_owned()
+}
+
+/// How a failure is expected to behave on retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    Transient,
+    Deterministic,
+    Unknown,
+}
+
+impl ErrorClass {
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Transient => "transient",
+            ErrorClass::Deterministic => "deterministic",
+            ErrorClass::Unknown => "unknown",
+        }
+    }
+}
+
+/// Classifies an error text (seed 002): transient failures deserve retries, deterministic ones do not.
+pub fn classify_error(error: &str) -> ErrorClass {
+    let e = error.to_ascii_lowercase();
+    const TRANSIENT: &[&str] = &[
+        "rate limit",
+        "rate-limit",
+        "429",
+        "too many requests",
+        "timed out",
+        "timeout",
+        "connection reset",
+        "connection refused",
+        "econnreset",
+        "econnrefused",
+        "network",
+        "temporarily unavailable",
+        "service unavailable",
+        " 500 ",
+        " 502",
+        " 503",
+        " 504",
+        "bad gateway",
+        "gateway timeout",
+        "overloaded",
+    ];
+    const DETERMINISTIC: &[&str] = &[
+        "missing required",
+        "required parameter",
+        "invalid parameter",
+        "invalid argument",
+        "invalid input",
+        "typeerror",
+        "type error",
+        "validation",
+        "inputvalidationerror",
+        "file not found",
+        "no such file",
+        "does not exist",
+        "permission denied",
+        "command not found",
+        "syntaxerror",
+        "syntax error",
+        "string to replace not found",
+        "not found in file",
+        "modulenotfounderror",
+        "cannot find module",
+    ];
+    if TRANSIENT.iter().any(|p| e.contains(p)) {
+        ErrorClass::Transient
+    } else if DETERMINISTIC.iter().any(|p| e.contains(p)) {
+        ErrorClass::Deterministic
+    } else {
+        ErrorClass::Unknown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn volatile_noise_is_masked() {
+        let a = normalise("Done in 1.23s at 2026-11-21T10:00:01Z pid 4242 build 3f9a8c1d /tmp/tmp.Xa12/out");
+        let b = normalise("Done in 0.98s at 2026-11-22T11:30:59Z pid 17 build 0be1a7c9 /tmp/tmp.Qq77/out");
+        assert_eq!(a, b);
+        assert_eq!(
+            normalise("uuid 123e4567-e89b-12d3-a456-426614174000 attempt 3"),
+            "uuid <uuid> <attempt>"
+        );
+    }
+
+    #[test]
+    fn meaning_is_kept() {
+        assert_ne!(normalise("3 tests failed"), normalise("4 tests failed"));
+        assert_eq!(normalise("cafe added"), "cafe added");
+    }
+
+    #[test]
+    fn empty_and_ok_results_are_trivial() {
+        assert!(of_success("Bash", Some(&json!({"stdout": "", "stderr": ""}))).is_trivial());
+        assert!(of_success("mcp__x", Some(&json!("OK"))).is_trivial());
+        assert!(!of_success("Bash", Some(&json!({"stdout": "hello", "stderr": ""}))).is_trivial());
+    }
+
+    #[test]
+    fn success_and_failure_differ() {
+        let ok = of_success("T", Some(&json!("boom")));
+        let err = of_failure("boom");
+        assert_ne!(ok.digest, err.digest);
+    }
+
+    #[test]
+    fn error_classes_follow_the_design() {
+        assert_eq!(classify_error("HTTP 429 Too Many Requests"), ErrorClass::Transient);
+        assert_eq!(classify_error("connect ECONNREFUSED 127.0.0.1:3000"), ErrorClass::Transient);
+        assert_eq!(
+            classify_error("<tool_use_error>String to replace not found in file."),
+            ErrorClass::Deterministic
+        );
+        assert_eq!(classify_error("bash: foo: command not found"), ErrorClass::Deterministic);
+        assert_eq!(classify_error("Exit code 1\n3 failed"), ErrorClass::Unknown);
+    }
+}

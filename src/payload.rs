@@ -1,0 +1,186 @@
+//! The hook input: one JSON object on stdin, parsed tolerantly (unknown fields ignored) but with the
+//! fields each event needs checked, so a malformed call fails open with a clear line.
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Hook events loopgate understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    PostToolBatch,
+    Stop,
+    SubagentStop,
+    UserPromptSubmit,
+}
+
+impl Event {
+    pub fn parse(name: &str) -> Option<Event> {
+        Some(match name {
+            "PreToolUse" => Event::PreToolUse,
+            "PostToolUse" => Event::PostToolUse,
+            "PostToolUseFailure" => Event::PostToolUseFailure,
+            "PostToolBatch" => Event::PostToolBatch,
+            "Stop" => Event::Stop,
+            "SubagentStop" => Event::SubagentStop,
+            "UserPromptSubmit" => Event::UserPromptSubmit,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::PreToolUse => "PreToolUse",
+            Event::PostToolUse => "PostToolUse",
+            Event::PostToolUseFailure => "PostToolUseFailure",
+            Event::PostToolBatch => "PostToolBatch",
+            Event::Stop => "Stop",
+            Event::SubagentStop => "SubagentStop",
+            Event::UserPromptSubmit => "UserPromptSubmit",
+        }
+    }
+
+    fn is_tool_event(self) -> bool {
+        matches!(
+            self,
+            Event::PreToolUse | Event::PostToolUse | Event::PostToolUseFailure
+        )
+    }
+}
+
+/// One entry of a PostToolBatch: `tool_response` is the text the model saw.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BatchCall {
+    pub tool_name: String,
+    #[serde(default)]
+    pub tool_input: Value,
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
+    #[serde(default)]
+    pub tool_response: Value,
+}
+
+/// The fields of every hook payload loopgate reads. Everything else is ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Payload {
+    pub session_id: String,
+    pub hook_event_name: String,
+    #[serde(default)]
+    pub prompt_id: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    #[serde(default)]
+    pub tool_input: Option<Value>,
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
+    #[serde(default)]
+    pub tool_response: Option<Value>,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub is_interrupt: Option<bool>,
+    #[serde(default)]
+    pub stop_hook_active: Option<bool>,
+    #[serde(default)]
+    pub tool_calls: Option<Vec<BatchCall>>,
+}
+
+impl Payload {
+    /// Parses stdin bytes and checks the event has what it needs.
+    pub fn parse(bytes: &[u8]) -> Result<(Payload, Event)> {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            bail!("empty hook input on stdin (expected one JSON object)");
+        }
+        let p: Payload =
+            serde_json::from_slice(bytes).context("hook input is not a valid hook JSON object")?;
+        let event = Event::parse(&p.hook_event_name)
+            .with_context(|| format!("unknown hook_event_name {:?}", clip(&p.hook_event_name, 60)))?;
+        if p.session_id.is_empty() {
+            bail!("hook input has an empty session_id");
+        }
+        if event.is_tool_event() {
+            if p.tool_name.as_deref().unwrap_or("").is_empty() {
+                bail!("{} hook input has no tool_name", event.name());
+            }
+            if !matches!(p.tool_input, Some(Value::Object(_))) {
+                bail!("{} hook input has no tool_input object", event.name());
+            }
+        }
+        if event == Event::PostToolBatch && p.tool_calls.is_none() {
+            bail!("PostToolBatch hook input has no tool_calls");
+        }
+        Ok((p, event))
+    }
+
+    /// Which agent made the call: subagents are tracked apart from the main agent.
+    pub fn agent(&self) -> &str {
+        match self.agent_id.as_deref() {
+            Some(id) if !id.is_empty() => id,
+            _ => crate::state::MAIN_AGENT,
+        }
+    }
+
+    pub fn tool(&self) -> &str {
+        self.tool_name.as_deref().unwrap_or("")
+    }
+}
+
+/// Shortens untrusted text for messages and logs, on a char boundary.
+pub fn clip(s: &str, max_chars: usize) -> String {
+    let mut out: String = s
+        .chars()
+        .take(max_chars)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if s.chars().nth(max_chars).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_what_cannot_be_a_hook_call() {
+        for bad in [
+            &b""[..],
+            b"   \n",
+            b"not json",
+            b"[1,2]",
+            b"{}",
+            b"{\"session_id\":5,\"hook_event_name\":\"Stop\"}",
+            b"{\"session_id\":\"s\",\"hook_event_name\":\"Nope\"}",
+            b"{\"session_id\":\"s\",\"hook_event_name\":\"PreToolUse\"}",
+            b"{\"session_id\":\"s\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_input\":\"x\"}",
+            b"{\"session_id\":\"s\",\"hook_event_name\":\"PostToolBatch\"}",
+            b"\xff\xfe{}",
+        ] {
+            assert!(Payload::parse(bad).is_err(), "accepted {:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn ignores_unknown_fields_and_reads_agent() {
+        let (p, e) = Payload::parse(
+            br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"agent_id":"a1","future":{"x":1}}"#,
+        )
+        .unwrap();
+        assert_eq!(e, Event::PreToolUse);
+        assert_eq!(p.agent(), "a1");
+    }
+
+    #[test]
+    fn clip_marks_cut_and_strips_controls() {
+        assert_eq!(clip("a\nb", 10), "a b");
+        assert_eq!(clip("abcdef", 3), "abc…");
+    }
+}

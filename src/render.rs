@@ -1,0 +1,92 @@
+//! Turns the deciding verdict into the exact JSON Claude Code 2.1.330 acts on (hooks-observed.md):
+//! denials as `permissionDecision`, warnings as `additionalContext` with a `systemMessage` for the
+//! human, Stop blocks as `decision: block`. Nothing to say is an empty stdout.
+
+use crate::payload::Event;
+use crate::verdict::{Action, Verdict};
+use serde_json::{json, Value};
+
+pub fn answer(event: Event, v: &Verdict) -> Option<String> {
+    let human = format!("loopgate [{} · {}]: {}", v.detector, v.severity.name(), headline(&v.reason));
+    let out: Value = match (event, v.action) {
+        (Event::PreToolUse, Action::Deny) => json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": v.reason,
+        }}),
+        (Event::PreToolUse, Action::Ask) => json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "ask",
+            "permissionDecisionReason": v.reason,
+        }}),
+        // `continue: false` lets this one tool run, then ends the run (observed); the reason goes
+        // to the human, and to the model as context in case the run is resumed.
+        (Event::PreToolUse, Action::Halt) => json!({
+            "continue": false,
+            "stopReason": v.reason,
+            "systemMessage": human,
+        }),
+        (Event::Stop | Event::SubagentStop, Action::Deny | Action::Halt) => {
+            json!({"decision": "block", "reason": v.reason})
+        }
+        // A batch block ends the run at once: the hard stop for unattended runs.
+        (Event::PostToolBatch, Action::Deny | Action::Halt) => {
+            json!({"decision": "block", "reason": v.reason, "systemMessage": human})
+        }
+        (
+            Event::PreToolUse
+            | Event::PostToolUse
+            | Event::PostToolUseFailure
+            | Event::PostToolBatch
+            | Event::UserPromptSubmit,
+            _,
+        ) => json!({
+            "hookSpecificOutput": {"hookEventName": event.name(), "additionalContext": v.reason},
+            "systemMessage": human,
+        }),
+        // A warning on Stop would make Claude continue (observed): say nothing instead.
+        (Event::Stop | Event::SubagentStop, Action::Warn | Action::Ask) => return None,
+    };
+    Some(out.to_string())
+}
+
+/// The first sentence, without our own prefix: enough for the human's one grey line.
+fn headline(reason: &str) -> &str {
+    let r = reason.strip_prefix("loopgate: ").unwrap_or(reason);
+    match r.find(". ") {
+        Some(i) => &r[..=i],
+        None => r,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::Severity;
+
+    fn v(action: Action) -> Verdict {
+        Verdict::new("dedup", action, Severity::Low, "loopgate: seen it. Do else.".into())
+    }
+
+    #[test]
+    fn deny_is_exactly_the_documented_shape() {
+        let out: Value = serde_json::from_str(&answer(Event::PreToolUse, &v(Action::Deny)).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                   "permissionDecisionReason": "loopgate: seen it. Do else."}})
+        );
+    }
+
+    #[test]
+    fn stop_block_and_post_warning() {
+        let out: Value = serde_json::from_str(&answer(Event::Stop, &v(Action::Deny)).unwrap()).unwrap();
+        assert_eq!(out, json!({"decision": "block", "reason": "loopgate: seen it. Do else."}));
+        let out: Value =
+            serde_json::from_str(&answer(Event::PostToolUseFailure, &v(Action::Warn)).unwrap()).unwrap();
+        assert_eq!(out["hookSpecificOutput"]["hookEventName"], "PostToolUseFailure");
+        assert_eq!(out["hookSpecificOutput"]["additionalContext"], "loopgate: seen it. Do else.");
+        assert_eq!(out["systemMessage"], "loopgate [dedup · low]: seen it.");
+        assert!(answer(Event::Stop, &v(Action::Warn)).is_none());
+    }
+}

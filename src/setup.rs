@@ -1,0 +1,817 @@
+//! Wiring loopgate's hooks into a Claude Code `settings.json` without clobbering anything.
+//!
+//! [`merge`] and [`remove`] are pure edits of a parsed settings value; [`run`] adds the file
+//! handling: a missing file counts as `{}`, invalid JSON is an error that leaves the file alone,
+//! the previous contents go to `<file>.loopgate-bak`, and the new contents replace the file
+//! atomically. Nothing is written when nothing changes.
+//!
+//! A hook handler belongs to loopgate when the program its command runs is named `loopgate` or
+//! `loopgate-hook` (see [`is_loopgate_command`]); everything else is left exactly as it was.
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Map, Value};
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// The hook events loopgate listens to, with its subcommand for each and whether it is a tool
+/// event (tool events get `"matcher": "*"`; the others ignore matchers, so they get none).
+pub const HOOKS: &[(&str, &str, bool)] = &[
+    ("PreToolUse", "pre-tool-use", true),
+    ("PostToolUse", "post-tool-use", true),
+    ("PostToolUseFailure", "post-tool-use-failure", true),
+    ("PostToolBatch", "post-tool-batch", false),
+    ("Stop", "stop", false),
+    ("SubagentStop", "subagent-stop", false),
+    ("UserPromptSubmit", "user-prompt-submit", false),
+];
+
+/// Seconds Claude Code waits for one loopgate hook before giving up on it (it then fails open).
+pub const HOOK_TIMEOUT_SECS: u64 = 10;
+
+/// Appended to the settings file's name to name the backup of its previous contents.
+pub const BACKUP_SUFFIX: &str = ".loopgate-bak";
+
+/// The command prefix `hooks/hooks.json` uses in the Claude Code plugin. The wrapper is run
+/// through `sh` because plugin caches are known to drop the executable bit.
+pub const PLUGIN_COMMAND_PREFIX: &str = r#"sh "${CLAUDE_PLUGIN_ROOT}/hooks/loopgate-hook""#;
+
+/// Program names whose hook handlers are loopgate's.
+const OWN_PROGRAMS: &[&str] = &["loopgate", "loopgate-hook"];
+
+/// The command prefix for a settings file: the binary's path, shell-quoted when it needs it
+/// (hook commands run under `sh -c`), followed by ` --observe` in observe mode.
+pub fn command_prefix(bin: &Path, observe: bool) -> Result<String> {
+    let bin = bin
+        .to_str()
+        .with_context(|| format!("binary path {} is not valid UTF-8", bin.display()))?;
+    let mut prefix = shell_quote(bin);
+    if observe {
+        prefix.push_str(" --observe");
+    }
+    Ok(prefix)
+}
+
+/// The complete `"hooks"` object that wires every event in [`HOOKS`] to
+/// `<command_prefix> <subcommand>`.
+pub fn hook_block(command_prefix: &str) -> Value {
+    let mut block = Map::new();
+    for &(event, subcommand, tool_event) in HOOKS {
+        block.insert(
+            event.to_owned(),
+            Value::Array(vec![group(command_prefix, subcommand, tool_event)]),
+        );
+    }
+    Value::Object(block)
+}
+
+/// One matcher group holding loopgate's handler for `subcommand`.
+fn group(command_prefix: &str, subcommand: &str, tool_event: bool) -> Value {
+    let handler = json!({
+        "type": "command",
+        "command": format!("{command_prefix} {subcommand}"),
+        "timeout": HOOK_TIMEOUT_SECS,
+    });
+    let mut group = Map::new();
+    if tool_event {
+        group.insert("matcher".to_owned(), Value::from("*"));
+    }
+    group.insert("hooks".to_owned(), Value::Array(vec![handler]));
+    Value::Object(group)
+}
+
+/// Adds loopgate's hook entries to `settings`, replacing any older loopgate entries (another
+/// binary path, other flags, events loopgate no longer uses) in place. Every other key and hook
+/// is kept as it was. Returns whether `settings` changed; merging twice changes nothing.
+pub fn merge(settings: &mut Value, command_prefix: &str) -> Result<bool> {
+    let mut updated = settings.clone();
+    let root = root_object(&mut updated)?;
+    let hooks = root
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(hooks) = hooks else {
+        bail!("\"hooks\" in the settings is not an object; fix it by hand, then run setup again");
+    };
+
+    // Events loopgate no longer listens to lose its entries.
+    strip_events(hooks, |event| {
+        !HOOKS.iter().any(|&(ours, _, _)| ours == event)
+    });
+
+    for &(event, subcommand, tool_event) in HOOKS {
+        let ours = group(command_prefix, subcommand, tool_event);
+        match hooks.get_mut(event) {
+            None => {
+                hooks.insert(event.to_owned(), Value::Array(vec![ours]));
+            }
+            Some(Value::Array(groups)) => match strip_loopgate(groups) {
+                Some(at) => groups.insert(at, ours),
+                None => groups.push(ours),
+            },
+            Some(_) => bail!(
+                "\"hooks.{event}\" in the settings is not an array; fix it by hand, then run setup again"
+            ),
+        }
+    }
+
+    let changed = updated != *settings;
+    *settings = updated;
+    Ok(changed)
+}
+
+/// Removes loopgate's hook entries from `settings` and nothing else. Matcher groups, event arrays
+/// and the `"hooks"` object that become empty because of it are dropped; containers that were
+/// already empty are kept. Returns whether `settings` changed.
+pub fn remove(settings: &mut Value) -> Result<bool> {
+    let mut updated = settings.clone();
+    let root = root_object(&mut updated)?;
+    let Some(hooks) = root.get_mut("hooks") else {
+        return Ok(false);
+    };
+    let Value::Object(hooks) = hooks else {
+        bail!("\"hooks\" in the settings is not an object; fix it by hand, then run setup again");
+    };
+    if strip_events(hooks, |_| true) && hooks.is_empty() {
+        root.retain(|key, _| key != "hooks");
+    }
+
+    let changed = updated != *settings;
+    *settings = updated;
+    Ok(changed)
+}
+
+/// Strips loopgate's handlers from the events `select` picks, and drops the event arrays this
+/// leaves empty. Returns whether it removed anything.
+fn strip_events(hooks: &mut Map<String, Value>, select: impl Fn(&str) -> bool) -> bool {
+    let mut removed_any = false;
+    hooks.retain(|event, groups| match groups {
+        Value::Array(groups) if select(event) => {
+            let removed = strip_loopgate(groups).is_some();
+            removed_any |= removed;
+            !(removed && groups.is_empty())
+        }
+        _ => true,
+    });
+    removed_any
+}
+
+/// Removes loopgate's handlers from every matcher group, and the groups that this leaves empty.
+/// Returns the index, among the groups that remain, where a replacement for the first loopgate
+/// handler belongs: where its group was if that group is gone, else just after it.
+fn strip_loopgate(groups: &mut Vec<Value>) -> Option<usize> {
+    let mut first = None;
+    let mut kept = Vec::with_capacity(groups.len());
+    for mut group in groups.drain(..) {
+        let mut removed = false;
+        let mut now_empty = false;
+        if let Some(Value::Array(handlers)) = group.get_mut("hooks") {
+            let before = handlers.len();
+            handlers.retain(|handler| !is_loopgate_handler(handler));
+            removed = handlers.len() != before;
+            now_empty = handlers.is_empty();
+        }
+        if !(removed && now_empty) {
+            kept.push(group);
+        }
+        if removed && first.is_none() {
+            // Just after the group it was in, or where that group was if it is gone.
+            first = Some(kept.len());
+        }
+    }
+    *groups = kept;
+    first
+}
+
+fn is_loopgate_handler(handler: &Value) -> bool {
+    handler
+        .get("command")
+        .and_then(Value::as_str)
+        .is_some_and(is_loopgate_command)
+}
+
+/// Whether a hook command runs loopgate: its program (after any leading `NAME=value`
+/// assignments, or the script given to `sh`/`bash`) is named `loopgate` or `loopgate-hook`,
+/// whatever its directory and whatever arguments follow.
+pub fn is_loopgate_command(command: &str) -> bool {
+    let words = shell_words(command, 4);
+    let mut words = words
+        .iter()
+        .map(String::as_str)
+        .skip_while(|word| is_assignment(word));
+    let Some(mut program) = words.next() else {
+        return false;
+    };
+    if matches!(base_name(program), "sh" | "bash") {
+        match words.next() {
+            Some(script) => program = script,
+            None => return false,
+        }
+    }
+    let name = base_name(program);
+    let name = name.strip_suffix(".exe").unwrap_or(name);
+    OWN_PROGRAMS.contains(&name)
+}
+
+fn base_name(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
+
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            let mut chars = name.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+/// Splits the start of a `sh` command line into at most `max` words, undoing quotes and
+/// backslashes. Expansions such as `${VAR}` are kept as written.
+fn shell_words(command: &str, max: usize) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                    if words.len() == max {
+                        return words;
+                    }
+                }
+            }
+            ';' | '&' | '|' if !in_word => break,
+            '\'' => {
+                in_word = true;
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    word.push(c);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some(next @ ('"' | '\\' | '$' | '`')) => word.push(next),
+                            Some(next) => {
+                                word.push('\\');
+                                word.push(next);
+                            }
+                            None => word.push('\\'),
+                        },
+                        _ => word.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                }
+            }
+            _ => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word && words.len() < max {
+        words.push(word);
+    }
+    words
+}
+
+/// Quotes `word` for `sh` when it holds anything but plainly safe characters.
+fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c));
+    if safe {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+fn root_object(settings: &mut Value) -> Result<&mut Map<String, Value>> {
+    match settings {
+        Value::Object(root) => Ok(root),
+        _ => bail!("the settings are not a JSON object"),
+    }
+}
+
+/// Where [`run`] keeps the previous contents of `settings_path`.
+pub fn backup_path(settings_path: &Path) -> PathBuf {
+    let mut name = settings_path
+        .file_name()
+        .map(|name| name.to_os_string())
+        .unwrap_or_else(|| "settings.json".into());
+    name.push(BACKUP_SUFFIX);
+    settings_path.with_file_name(name)
+}
+
+/// Adds (or with `uninstall`, removes) loopgate's hooks in the settings file at `settings_path`
+/// and returns a one-line summary of what happened.
+///
+/// A missing file counts as `{}` (and is only created when hooks are added); invalid JSON is an
+/// error and the file is left untouched. When the file changes, its previous contents are saved
+/// to [`backup_path`] first, and the new contents (pretty-printed, 2-space indent) replace it
+/// atomically. A symlinked settings file is updated at its target.
+pub fn run(settings_path: &Path, command_prefix: &str, uninstall: bool) -> Result<String> {
+    let shown = settings_path.display();
+    let target = resolve_symlink(settings_path);
+    let original = match fs::read_to_string(&target) {
+        Ok(text) => Some(text),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+        Err(err) => return Err(err).with_context(|| format!("cannot read {shown}")),
+    };
+    let mut settings = match &original {
+        Some(text) => parse_settings(text).with_context(|| {
+            format!("{shown} is not valid settings JSON; fix it by hand, then run setup again")
+        })?,
+        None => Value::Object(Map::new()),
+    };
+    let had_loopgate = has_loopgate_hooks(&settings);
+
+    let changed = if uninstall {
+        remove(&mut settings)
+    } else {
+        merge(&mut settings, command_prefix)
+    }
+    .with_context(|| format!("cannot update {shown}"))?;
+
+    if !changed {
+        return Ok(match (uninstall, &original) {
+            (true, None) => format!("{shown} does not exist; no loopgate hooks to remove"),
+            (true, Some(_)) => format!("no loopgate hooks in {shown}; nothing to remove"),
+            (false, _) => format!("loopgate hooks already up to date in {shown}"),
+        });
+    }
+
+    let permissions = fs::metadata(&target).ok().map(|meta| meta.permissions());
+    let mut backup = None;
+    if let Some(text) = &original {
+        let path = backup_path(settings_path);
+        write_atomic(&path, text.as_bytes(), permissions.as_ref())
+            .with_context(|| format!("cannot write the backup {}", path.display()))?;
+        backup = Some(path);
+    }
+    let mut text = serde_json::to_string_pretty(&settings).context("cannot serialize settings")?;
+    text.push('\n');
+    write_atomic(&target, text.as_bytes(), permissions.as_ref())
+        .with_context(|| format!("cannot write {shown}"))?;
+
+    let what = match (uninstall, had_loopgate, &original) {
+        (true, _, _) => format!("removed loopgate hooks from {shown}"),
+        (false, _, None) => format!("created {shown} with loopgate hooks"),
+        (false, true, Some(_)) => format!("updated loopgate hooks in {shown}"),
+        (false, false, Some(_)) => format!("added loopgate hooks to {shown}"),
+    };
+    Ok(match backup {
+        Some(path) => format!("{what} (backup: {})", path.display()),
+        None => what,
+    })
+}
+
+/// Whether any hook in `settings` runs loopgate.
+pub fn has_loopgate_hooks(settings: &Value) -> bool {
+    settings
+        .get("hooks")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(Map::values)
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|group| group.get("hooks").and_then(Value::as_array))
+        .flatten()
+        .any(is_loopgate_handler)
+}
+
+fn parse_settings(text: &str) -> Result<Value> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    let value: Value = serde_json::from_str(text)?;
+    if !value.is_object() {
+        bail!("the top level is not a JSON object");
+    }
+    Ok(value)
+}
+
+/// The file a symlinked settings path points to, so that writing keeps the link.
+fn resolve_symlink(path: &Path) -> PathBuf {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+        }
+        _ => path.to_owned(),
+    }
+}
+
+/// Writes `contents` to a temporary file beside `path`, syncs it, then renames it over `path`.
+fn write_atomic(path: &Path, contents: &[u8], permissions: Option<&fs::Permissions>) -> Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".loopgate-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.write_all(contents)?;
+    if let Some(permissions) = permissions {
+        tmp.as_file().set_permissions(permissions.clone())?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|err| err.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PREFIX: &str = "/opt/bin/loopgate";
+
+    fn merged(mut settings: Value, prefix: &str) -> Value {
+        merge(&mut settings, prefix).unwrap();
+        settings
+    }
+
+    fn handler(command: &str) -> Value {
+        json!({"type": "command", "command": command})
+    }
+
+    #[test]
+    fn hook_block_has_every_event_with_a_timeout() {
+        let block = hook_block(PREFIX);
+        let block = block.as_object().unwrap();
+        assert_eq!(block.len(), HOOKS.len());
+        assert_eq!(
+            block["PreToolUse"],
+            json!([{"matcher": "*", "hooks": [
+                {"type": "command", "command": "/opt/bin/loopgate pre-tool-use", "timeout": 10}
+            ]}])
+        );
+        assert_eq!(
+            block["Stop"],
+            json!([{"hooks": [{"type": "command", "command": "/opt/bin/loopgate stop", "timeout": 10}]}])
+        );
+    }
+
+    #[test]
+    fn merge_into_empty_settings() {
+        let mut settings = json!({});
+        assert!(merge(&mut settings, PREFIX).unwrap());
+        assert_eq!(settings, json!({"hooks": hook_block(PREFIX)}));
+    }
+
+    #[test]
+    fn merge_keeps_other_keys_and_other_hooks_on_the_same_events() {
+        let other_pre = json!({"matcher": "Bash", "hooks": [handler("guard.sh")]});
+        let other_stop = json!({"hooks": [handler("notify-send done")]});
+        let settings = json!({
+            "model": "opus",
+            "permissions": {"allow": ["Bash(ls:*)"]},
+            "hooks": {
+                "PreToolUse": [other_pre],
+                "Stop": [other_stop],
+                "SessionStart": [{"hooks": [handler("echo hi")]}],
+            },
+        });
+        let after = merged(settings.clone(), PREFIX);
+        let ours = hook_block(PREFIX);
+        assert_eq!(after["model"], "opus");
+        assert_eq!(after["permissions"], settings["permissions"]);
+        assert_eq!(
+            after["hooks"]["SessionStart"],
+            settings["hooks"]["SessionStart"]
+        );
+        assert_eq!(
+            after["hooks"]["PreToolUse"],
+            json!([other_pre, ours["PreToolUse"][0]])
+        );
+        assert_eq!(after["hooks"]["Stop"], json!([other_stop, ours["Stop"][0]]));
+        assert_eq!(after["hooks"]["PostToolBatch"], ours["PostToolBatch"]);
+    }
+
+    #[test]
+    fn merging_twice_is_merging_once() {
+        let settings =
+            json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [handler("guard.sh")]}]}});
+        let once = merged(settings, PREFIX);
+        let mut twice = once.clone();
+        assert!(!merge(&mut twice, PREFIX).unwrap());
+        assert_eq!(twice, once);
+    }
+
+    #[test]
+    fn merge_replaces_older_loopgate_entries_in_place() {
+        let settings = json!({"hooks": {
+            "PreToolUse": [
+                {"matcher": "*", "hooks": [
+                    {"type": "command", "command": "/old/place/loopgate --observe pre-tool-use", "timeout": 5}
+                ]},
+                {"matcher": "Bash", "hooks": [handler("guard.sh")]},
+            ],
+            "Stop": [{"hooks": [handler("notify-send done"), handler("'/home/a b/bin/loopgate' stop")]}],
+            "SessionStart": [{"hooks": [handler("loopgate session-start")]}],
+            "Notification": [{"hooks": [handler("LOOPGATE_X=1 loopgate notify")]}, {"hooks": [handler("beep")]}],
+        }});
+        let new_prefix = "/new/bin/loopgate --observe";
+        let after = merged(settings, new_prefix);
+        let ours = hook_block(new_prefix);
+        // The replacement goes where the old entry was.
+        assert_eq!(
+            after["hooks"]["PreToolUse"],
+            json!([ours["PreToolUse"][0], {"matcher": "Bash", "hooks": [handler("guard.sh")]}])
+        );
+        // A mixed group keeps its other handler; ours follows it.
+        assert_eq!(
+            after["hooks"]["Stop"],
+            json!([{"hooks": [handler("notify-send done")]}, ours["Stop"][0]])
+        );
+        // Events loopgate no longer uses lose its entries, and the emptied array with them.
+        assert!(after["hooks"].get("SessionStart").is_none());
+        assert_eq!(
+            after["hooks"]["Notification"],
+            json!([{"hooks": [handler("beep")]}])
+        );
+        assert!(!has_loopgate_hooks(
+            &json!({"hooks": {"Notification": after["hooks"]["Notification"]}})
+        ));
+    }
+
+    #[test]
+    fn merge_rejects_malformed_shapes() {
+        assert!(merge(&mut json!([]), PREFIX).is_err());
+        assert!(merge(&mut json!({"hooks": []}), PREFIX).is_err());
+        assert!(merge(&mut json!({"hooks": {"Stop": {}}}), PREFIX).is_err());
+    }
+
+    #[test]
+    fn remove_leaves_other_hooks_intact() {
+        let user = json!({
+            "env": {"FOO": "1"},
+            "hooks": {
+                "PreToolUse": [{"matcher": "Bash", "hooks": [handler("guard.sh")]}],
+                "Stop": [{"hooks": [handler("notify-send done")]}],
+            },
+        });
+        let mut settings = merged(user.clone(), PREFIX);
+        assert!(remove(&mut settings).unwrap());
+        assert_eq!(settings, user);
+        assert!(!remove(&mut settings).unwrap());
+    }
+
+    #[test]
+    fn remove_keeps_other_handlers_of_a_mixed_group() {
+        let mut settings = json!({"hooks": {"Stop": [
+            {"hooks": [handler("notify-send done"), handler("/x/loopgate stop")]}
+        ]}});
+        assert!(remove(&mut settings).unwrap());
+        assert_eq!(
+            settings,
+            json!({"hooks": {"Stop": [{"hooks": [handler("notify-send done")]}]}})
+        );
+    }
+
+    #[test]
+    fn remove_drops_containers_it_empties_and_keeps_ones_already_empty() {
+        let mut settings = merged(json!({"model": "opus"}), PREFIX);
+        assert!(remove(&mut settings).unwrap());
+        assert_eq!(settings, json!({"model": "opus"}));
+
+        let mut settings = merged(json!({"hooks": {"Notification": []}}), PREFIX);
+        assert!(remove(&mut settings).unwrap());
+        assert_eq!(settings, json!({"hooks": {"Notification": []}}));
+
+        let mut settings = json!({"hooks": {}});
+        assert!(!remove(&mut settings).unwrap());
+        assert_eq!(settings, json!({"hooks": {}}));
+    }
+
+    #[test]
+    fn recognises_loopgate_commands_only() {
+        for ours in [
+            "loopgate stop",
+            "/usr/local/bin/loopgate --observe pre-tool-use",
+            "'/home/a b/.local/bin/loopgate' stop",
+            r#""/home/a b/.local/bin/loopgate" stop"#,
+            "LOOPGATE_MODE=observe loopgate stop",
+            r#""${CLAUDE_PLUGIN_ROOT}/hooks/loopgate-hook" stop"#,
+            r#"sh "${CLAUDE_PLUGIN_ROOT}/hooks/loopgate-hook" stop"#,
+            "C:/tools/loopgate.exe stop",
+        ] {
+            assert!(is_loopgate_command(ours), "{ours}");
+        }
+        for theirs in [
+            "",
+            "notloopgate stop",
+            "loopgate-helper stop",
+            "/opt/loopgate/bin/guard stop",
+            "echo loopgate",
+            "sh -c 'loopgate stop'",
+            "sh",
+        ] {
+            assert!(!is_loopgate_command(theirs), "{theirs}");
+        }
+    }
+
+    #[test]
+    fn command_prefix_quotes_paths_that_need_it() {
+        let prefix = |p: &str, observe| command_prefix(Path::new(p), observe).unwrap();
+        assert_eq!(prefix("/usr/bin/loopgate", false), "/usr/bin/loopgate");
+        assert_eq!(
+            prefix("/usr/bin/loopgate", true),
+            "/usr/bin/loopgate --observe"
+        );
+        assert_eq!(
+            prefix("/home/a b/it's/loopgate", false),
+            r"'/home/a b/it'\''s/loopgate'"
+        );
+        let quoted = prefix("/home/a b/it's/loopgate", true);
+        assert!(is_loopgate_command(&format!("{quoted} stop")));
+        assert_eq!(
+            shell_words(&format!("{quoted} stop"), 4),
+            ["/home/a b/it's/loopgate", "--observe", "stop"]
+        );
+    }
+
+    #[test]
+    fn settings_example_is_the_hook_block_for_loopgate_on_path() {
+        let example: Value =
+            serde_json::from_str(include_str!("../settings.example.json")).unwrap();
+        assert_eq!(example, json!({"hooks": hook_block("loopgate")}));
+    }
+
+    #[test]
+    fn plugin_hooks_json_matches_hooks() {
+        let plugin: Value = serde_json::from_str(include_str!("../hooks/hooks.json")).unwrap();
+        assert!(plugin["description"].is_string());
+        let hooks = plugin["hooks"].as_object().unwrap();
+        assert_eq!(hooks.len(), HOOKS.len());
+        for &(event, subcommand, _) in HOOKS {
+            let command = hooks[event][0]["hooks"][0]["command"].as_str().unwrap();
+            assert_eq!(command.rsplit(' ').next(), Some(subcommand), "{event}");
+        }
+        assert_eq!(plugin["hooks"], hook_block(PLUGIN_COMMAND_PREFIX));
+        assert!(has_loopgate_hooks(&plugin));
+    }
+
+    #[test]
+    fn plugin_manifest_does_not_list_the_hooks_file() {
+        let manifest: Value =
+            serde_json::from_str(include_str!("../.claude-plugin/plugin.json")).unwrap();
+        assert_eq!(manifest["name"], "loopgate");
+        assert_eq!(manifest["version"], env!("CARGO_PKG_VERSION"));
+        assert!(manifest.get("hooks").is_none());
+    }
+
+    mod run {
+        use super::*;
+        use tempfile::TempDir;
+
+        fn setup() -> (TempDir, PathBuf) {
+            let dir = TempDir::new().unwrap();
+            let path = dir.path().join(".claude").join("settings.json");
+            (dir, path)
+        }
+
+        fn read(path: &Path) -> Value {
+            serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+        }
+
+        #[test]
+        fn creates_a_missing_file_without_a_backup() {
+            let (_dir, path) = setup();
+            let summary = run(&path, PREFIX, false).unwrap();
+            assert!(summary.starts_with("created "), "{summary}");
+            assert_eq!(read(&path), json!({"hooks": hook_block(PREFIX)}));
+            assert!(!backup_path(&path).exists());
+            let text = fs::read_to_string(&path).unwrap();
+            assert!(text.starts_with("{\n  \"hooks\": {\n    \""), "{text}");
+            assert!(text.ends_with("}\n"));
+        }
+
+        #[test]
+        fn backs_up_changes_and_leaves_an_up_to_date_file_alone() {
+            let (_dir, path) = setup();
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let original = "{\"model\":\"opus\"}";
+            fs::write(&path, original).unwrap();
+
+            let summary = run(&path, PREFIX, false).unwrap();
+            assert!(summary.starts_with("added "), "{summary}");
+            assert!(summary.contains(".loopgate-bak"), "{summary}");
+            assert_eq!(fs::read_to_string(backup_path(&path)).unwrap(), original);
+            let installed = fs::read_to_string(&path).unwrap();
+
+            fs::remove_file(backup_path(&path)).unwrap();
+            let summary = run(&path, PREFIX, false).unwrap();
+            assert!(summary.contains("already up to date"), "{summary}");
+            assert_eq!(fs::read_to_string(&path).unwrap(), installed);
+            assert!(!backup_path(&path).exists());
+
+            let summary = run(&path, "/elsewhere/loopgate", false).unwrap();
+            assert!(summary.starts_with("updated "), "{summary}");
+            assert_eq!(fs::read_to_string(backup_path(&path)).unwrap(), installed);
+
+            let summary = run(&path, PREFIX, true).unwrap();
+            assert!(summary.starts_with("removed "), "{summary}");
+            assert_eq!(read(&path), json!({"model": "opus"}));
+            let summary = run(&path, PREFIX, true).unwrap();
+            assert!(summary.contains("nothing to remove"), "{summary}");
+        }
+
+        #[test]
+        fn uninstall_does_not_create_a_missing_file() {
+            let (_dir, path) = setup();
+            let summary = run(&path, PREFIX, true).unwrap();
+            assert!(summary.contains("does not exist"), "{summary}");
+            assert!(!path.exists());
+        }
+
+        #[test]
+        fn invalid_json_is_an_error_and_the_file_stays_untouched() {
+            let (_dir, path) = setup();
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            for bad in ["{\"hooks\": {", "[1, 2]", "// comment\n{}"] {
+                fs::write(&path, bad).unwrap();
+                for uninstall in [false, true] {
+                    let err = run(&path, PREFIX, uninstall).unwrap_err();
+                    assert!(
+                        format!("{err:#}").contains("not valid settings JSON"),
+                        "{err:#}"
+                    );
+                    assert_eq!(fs::read_to_string(&path).unwrap(), bad);
+                    assert!(!backup_path(&path).exists());
+                }
+            }
+            let dir_entries = fs::read_dir(path.parent().unwrap()).unwrap().count();
+            assert_eq!(dir_entries, 1, "no temporary files are left behind");
+        }
+
+        #[test]
+        fn an_empty_file_counts_as_empty_settings() {
+            let (_dir, path) = setup();
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, "\n").unwrap();
+            run(&path, PREFIX, false).unwrap();
+            assert_eq!(read(&path), json!({"hooks": hook_block(PREFIX)}));
+        }
+
+        #[test]
+        fn preserves_key_order() {
+            let (_dir, path) = setup();
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let original = r#"{"zeta": 1, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "b", "timeout": 3}]}], "Notification": []}, "alpha": {"y": 1, "x": 2}}"#;
+            fs::write(&path, original).unwrap();
+            run(&path, PREFIX, false).unwrap();
+            run(&path, PREFIX, true).unwrap();
+            let text = fs::read_to_string(&path).unwrap();
+            assert_eq!(
+                text.replace(char::is_whitespace, ""),
+                original.replace(char::is_whitespace, ""),
+                "key order changed: serde_json needs its \"preserve_order\" feature"
+            );
+        }
+
+        #[cfg(unix)]
+        #[test]
+        fn keeps_permissions_and_symlinks() {
+            use std::os::unix::fs::{symlink, PermissionsExt};
+            let (dir, path) = setup();
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let real = dir.path().join("dotfiles-settings.json");
+            fs::write(&real, "{}").unwrap();
+            fs::set_permissions(&real, fs::Permissions::from_mode(0o640)).unwrap();
+            symlink(&real, &path).unwrap();
+
+            run(&path, PREFIX, false).unwrap();
+            assert!(fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+            assert_eq!(read(&real), json!({"hooks": hook_block(PREFIX)}));
+            let mode = fs::metadata(&real).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o640);
+            assert!(backup_path(&path).is_file());
+        }
+    }
+}

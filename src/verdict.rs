@@ -1,0 +1,122 @@
+//! Verdicts are data: every detector returns what it saw and what it would do, and only the
+//! render layer turns the winning verdict into Claude Code's JSON.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What a verdict asks for, weakest first: the strongest one decides the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Tell the model (additionalContext) and the human (systemMessage); the call proceeds.
+    Warn,
+    /// Refuse this tool call (PreToolUse) or the end of the turn (Stop).
+    Deny,
+    /// Put the decision in front of the person (PreToolUse `ask`).
+    Ask,
+    /// End the run: nobody is attending and guidance has failed.
+    Halt,
+}
+
+impl Action {
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Warn => "warn",
+            Action::Deny => "deny",
+            Action::Ask => "ask",
+            Action::Halt => "halt",
+        }
+    }
+}
+
+/// The design's grading of how long a loop has run (seed 001).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Severity {
+    /// low 3–4, medium 5–6, high 7–9, critical 10+ repetitions.
+    pub fn of_count(n: u32) -> Severity {
+        match n {
+            0..=4 => Severity::Low,
+            5..=6 => Severity::Medium,
+            7..=9 => Severity::High,
+            _ => Severity::Critical,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub detector: &'static str,
+    pub action: Action,
+    pub severity: Severity,
+    /// What the model reads: what was observed and what to do instead.
+    pub reason: String,
+    /// Counts and keys behind the decision, for the event log.
+    pub evidence: Map<String, Value>,
+}
+
+impl Verdict {
+    pub fn new(detector: &'static str, action: Action, severity: Severity, reason: String) -> Self {
+        Verdict {
+            detector,
+            action,
+            severity,
+            reason,
+            evidence: Map::new(),
+        }
+    }
+
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.evidence.insert(key.to_string(), value.into());
+        self
+    }
+}
+
+/// The verdict that decides the answer: strongest action, then highest severity; the first
+/// detector wins ties so the order detectors run in is the tie-break.
+pub fn strongest(verdicts: &[Verdict]) -> Option<&Verdict> {
+    verdicts
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, v)| (v.action, v.severity, std::cmp::Reverse(*i)))
+        .map(|(_, v)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn severity_follows_the_design_grades() {
+        assert_eq!(Severity::of_count(3), Severity::Low);
+        assert_eq!(Severity::of_count(6), Severity::Medium);
+        assert_eq!(Severity::of_count(9), Severity::High);
+        assert_eq!(Severity::of_count(10), Severity::Critical);
+    }
+
+    #[test]
+    fn strongest_action_wins_then_first_detector() {
+        let w = Verdict::new("a", Action::Warn, Severity::Critical, "w".into());
+        let d1 = Verdict::new("b", Action::Deny, Severity::Low, "d1".into());
+        let d2 = Verdict::new("c", Action::Deny, Severity::Low, "d2".into());
+        assert_eq!(strongest(&[w.clone(), d1, d2]).unwrap().reason, "d1");
+        assert_eq!(strongest(&[w]).unwrap().detector, "a");
+        assert!(strongest(&[]).is_none());
+    }
+}
