@@ -95,7 +95,10 @@ mod tests {
     fn tool_name_and_values_matter() {
         let a = json!({"command": "ls"});
         assert_ne!(call_key("Bash", &a), call_key("Other", &a));
-        assert_ne!(call_key("Bash", &a), call_key("Bash", &json!({"command": "ls "})));
+        assert_ne!(
+            call_key("Bash", &a),
+            call_key("Bash", &json!({"command": "ls "}))
+        );
         // Array order is meaningful (argument lists).
         assert_ne!(
             call_key("T", &json!({"a": [1, 2]})),
@@ -107,6 +110,9 @@ mod tests {
     fn canonical_text_is_sorted_json() {
         let mut out = Vec::new();
         write_canonical(&json!({"b": "x\"", "a": [true, 1.5]}), &mut out);
-        assert_eq!(String::from_utf8(out).unwrap(), r#"{"a":[true,1.5],"b":"x\""}"#);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":[true,1.5],"b":"x\""}"#
+        );
     }
 }

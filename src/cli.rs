@@ -4,7 +4,11 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(name = "loopgate", version, about = "Detects a Claude Code agent stuck in a loop and breaks the loop")]
+#[command(
+    name = "loopgate",
+    version,
+    about = "Detects a Claude Code agent stuck in a loop and breaks the loop"
+)]
 pub struct Cli {
     /// Where per-session state and events.jsonl live [env: LOOPGATE_STATE_DIR]
     #[arg(long, global = true, value_name = "DIR")]

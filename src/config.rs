@@ -92,9 +92,17 @@ impl Default for Dedup {
             enabled: true,
             mode: DedupMode::Outcome,
             max_identical: 3,
-            exempt_tools: ["Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoWrite"]
-                .map(String::from)
-                .to_vec(),
+            exempt_tools: [
+                "Read",
+                "Glob",
+                "Grep",
+                "LS",
+                "WebFetch",
+                "WebSearch",
+                "TodoWrite",
+            ]
+            .map(String::from)
+            .to_vec(),
         }
     }
 }
@@ -158,7 +166,10 @@ pub fn project_config_file(project_dir: &Path) -> PathBuf {
 
 pub fn load(src: &Sources) -> Loaded {
     let mut problems = Vec::new();
-    let explicit = src.flag_file.map(Path::to_path_buf).or(src.env_file.clone());
+    let explicit = src
+        .flag_file
+        .map(Path::to_path_buf)
+        .or(src.env_file.clone());
     let files: Vec<PathBuf> = match explicit {
         Some(f) => vec![f],
         None => src
@@ -179,7 +190,10 @@ pub fn load(src: &Sources) -> Loaded {
     let mut config = match Config::deserialize(toml::Value::Table(merged)) {
         Ok(c) => c,
         Err(e) => {
-            problems.push(format!("config ignored, using defaults: {}", one_line(&e.to_string())));
+            problems.push(format!(
+                "config ignored, using defaults: {}",
+                one_line(&e.to_string())
+            ));
             Config::default()
         }
     };
@@ -236,9 +250,17 @@ mod tests {
     #[test]
     fn precedence_is_flag_env_project_user_default() {
         let d = tempfile::tempdir().unwrap();
-        let user = write(d.path(), "user.toml", "mode = \"observe\"\n[dedup]\nmax_identical = 7\nmode = \"strict\"\n");
+        let user = write(
+            d.path(),
+            "user.toml",
+            "mode = \"observe\"\n[dedup]\nmax_identical = 7\nmode = \"strict\"\n",
+        );
         let proj = d.path().join("proj");
-        write(&proj, ".claude/loopgate.toml", "[dedup]\nmax_identical = 4\n");
+        write(
+            &proj,
+            ".claude/loopgate.toml",
+            "[dedup]\nmax_identical = 4\n",
+        );
         let src = Sources {
             project_dir: Some(&proj),
             user_file: Some(user.clone()),
@@ -246,7 +268,11 @@ mod tests {
         };
         let c = load(&src).config;
         assert_eq!(c.dedup.max_identical, 4, "project over user");
-        assert_eq!(c.dedup.mode, DedupMode::Strict, "user key kept when project is silent");
+        assert_eq!(
+            c.dedup.mode,
+            DedupMode::Strict,
+            "user key kept when project is silent"
+        );
         assert_eq!(c.mode, Mode::Observe);
         let src = Sources {
             env_mode: Some("enforce".into()),

@@ -30,10 +30,7 @@ impl Ctx<'_> {
     }
 
     fn fingerprint(&self) -> Option<String> {
-        self.worktree
-            .fingerprint(self.project_dir?)
-            .ok()
-            .flatten()
+        self.worktree.fingerprint(self.project_dir?).ok().flatten()
     }
 }
 
@@ -150,7 +147,11 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
     } else {
         outcome::of_failure(p.error.as_deref().unwrap_or(""))
     };
-    let status = if ok { CallStatus::Ok } else { CallStatus::Failed };
+    let status = if ok {
+        CallStatus::Ok
+    } else {
+        CallStatus::Failed
+    };
     let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
     let is_main = p.agent() == MAIN_AGENT;
     let interrupted = p.is_interrupt == Some(true);
@@ -166,7 +167,12 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
             }
         } else if !interrupted {
             let what = describe(tool, &target);
-            verdicts.extend(failures::on_failure(agent, what, ctx.now_ms, &ctx.config.failures));
+            verdicts.extend(failures::on_failure(
+                agent,
+                what,
+                ctx.now_ms,
+                &ctx.config.failures,
+            ));
         }
     }
     if !ok {
@@ -196,7 +202,9 @@ fn finish_call<'s>(
     let agent = state.agent_mut(p.agent(), ctx.now_ms);
     let id = p.tool_use_id.as_deref().unwrap_or("");
     // Hash the input only when the id cannot find the call (hashing a large Write is not free).
-    let found = agent.find_call(id, "").map(|c| (c.key.clone(), c.epoch, c.target.clone()));
+    let found = agent
+        .find_call(id, "")
+        .map(|c| (c.key.clone(), c.epoch, c.target.clone()));
     let (key, epoch, target) = match found {
         Some(f) => f,
         None => {
@@ -271,8 +279,17 @@ fn post_tool_batch(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verd
             run.total += 1;
             dedup::record(run, &result, epoch, ctx.now_ms);
         }
-        let what = format!("{} (rejected: {})", describe(&bc.tool_name, &target), first_line(&text));
-        verdicts.extend(failures::on_failure(agent, what, ctx.now_ms, &ctx.config.failures));
+        let what = format!(
+            "{} (rejected: {})",
+            describe(&bc.tool_name, &target),
+            first_line(&text)
+        );
+        verdicts.extend(failures::on_failure(
+            agent,
+            what,
+            ctx.now_ms,
+            &ctx.config.failures,
+        ));
         state.totals.calls += 1;
         state.totals.failures += 1;
         if is_main && is_edit_tool(&bc.tool_name) {
@@ -293,7 +310,13 @@ fn response_text(bc: &BatchCall) -> String {
 
 fn first_line(text: &str) -> String {
     let t = text.trim_start_matches("<tool_use_error>");
-    crate::payload::clip(t.lines().next().unwrap_or("").trim_end_matches("</tool_use_error>"), 60)
+    crate::payload::clip(
+        t.lines()
+            .next()
+            .unwrap_or("")
+            .trim_end_matches("</tool_use_error>"),
+        60,
+    )
 }
 
 fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
@@ -354,4 +377,3 @@ pub fn decision_name(event: Event, action: Action) -> &'static str {
         (_, a) => a.name(),
     }
 }
-

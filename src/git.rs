@@ -63,7 +63,10 @@ pub fn fingerprint(dir: &Path) -> Result<Option<String>> {
         {
             h.update(meta.len().to_le_bytes());
             if let Ok(m) = meta.modified() {
-                let ns = m.duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+                let ns = m
+                    .duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0);
                 h.update(ns.to_le_bytes());
             }
         }
@@ -86,7 +89,8 @@ mod tests {
 
     fn commit_all(repo: &Repository, msg: &str) {
         let mut idx = repo.index().unwrap();
-        idx.add_all(["*"], git2::IndexAddOption::DEFAULT, None).unwrap();
+        idx.add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
         idx.write().unwrap();
         let tree = repo.find_tree(idx.write_tree().unwrap()).unwrap();
         let sig = git2::Signature::now("t", "t@example.com").unwrap();
@@ -97,7 +101,8 @@ mod tests {
             .into_iter()
             .collect();
         let refs: Vec<&git2::Commit> = parents.iter().collect();
-        repo.commit(Some("HEAD"), &sig, &sig, msg, &tree, &refs).unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, msg, &tree, &refs)
+            .unwrap();
     }
 
     #[test]
@@ -111,7 +116,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let repo = repo_with_commit(d.path());
         let f0 = fingerprint(d.path()).unwrap().unwrap();
-        assert_eq!(fingerprint(d.path()).unwrap().unwrap(), f0, "stable when nothing changes");
+        assert_eq!(
+            fingerprint(d.path()).unwrap().unwrap(),
+            f0,
+            "stable when nothing changes"
+        );
         std::fs::write(d.path().join("new.txt"), "n").unwrap();
         let f1 = fingerprint(d.path()).unwrap().unwrap();
         assert_ne!(f1, f0, "untracked file");
@@ -122,8 +131,15 @@ mod tests {
         let f3 = fingerprint(d.path()).unwrap().unwrap();
         assert_ne!(f3, f2, "modified file");
         std::fs::write(d.path().join("a.txt"), "changed again, longer\n").unwrap();
-        assert_ne!(fingerprint(d.path()).unwrap().unwrap(), f3, "already-modified file edited");
+        assert_ne!(
+            fingerprint(d.path()).unwrap().unwrap(),
+            f3,
+            "already-modified file edited"
+        );
         std::fs::create_dir(d.path().join("sub")).unwrap();
-        assert!(fingerprint(&d.path().join("sub")).unwrap().is_some(), "found from a subdir");
+        assert!(
+            fingerprint(&d.path().join("sub")).unwrap().is_some(),
+            "found from a subdir"
+        );
     }
 }

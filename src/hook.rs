@@ -39,7 +39,11 @@ pub fn run(cli: &Cli, expected: &'static str) -> Exit {
             }
             if let Some(out) = done.stdout {
                 let mut so = std::io::stdout().lock();
-                if so.write_all(out.as_bytes()).and_then(|_| so.flush()).is_err() {
+                if so
+                    .write_all(out.as_bytes())
+                    .and_then(|_| so.flush())
+                    .is_err()
+                {
                     return Exit::FailOpen;
                 }
             }
@@ -108,11 +112,7 @@ fn process(cli: &Cli, expected: &'static str, input: &[u8]) -> Result<Done> {
         event,
         now_ms,
         enforced,
-        preview: cfg
-            .log
-            .preview
-            .then(|| preview(&payload))
-            .flatten(),
+        preview: cfg.log.preview.then(|| preview(&payload)).flatten(),
     };
     let lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
     if let Err(e) = events::append(store.dir(), &lines, &cfg.log) {

@@ -51,7 +51,11 @@ fn run() -> Exit {
         Err(e) => {
             let _ = e.print();
             // clap exits 2 on usage errors; Claude Code reads 2 as a block, so map it to 1.
-            return if e.use_stderr() { Exit::FailOpen } else { Exit::Ok };
+            return if e.use_stderr() {
+                Exit::FailOpen
+            } else {
+                Exit::Ok
+            };
         }
     };
     if let Some(event) = cli.command.hook_event() {

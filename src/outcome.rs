@@ -35,7 +35,10 @@ pub fn of_success(tool: &str, response: Option<&Value>) -> Outcome {
             .pointer("/file/content")
             .and_then(Value::as_str)
             .map(|c| {
-                let start = r.pointer("/file/startLine").and_then(Value::as_u64).unwrap_or(1);
+                let start = r
+                    .pointer("/file/startLine")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(1);
                 format!("@{start}\n{c}")
             })
             .unwrap_or_else(|| canonical_text(r)),
@@ -79,7 +82,10 @@ fn build(raw: &str, failed: bool) -> Outcome {
         None
     } else {
         // Success and failure with the same text are different outcomes.
-        Some(text_key(&format!("{}{norm}", if failed { "E" } else { "O" })))
+        Some(text_key(&format!(
+            "{}{norm}",
+            if failed { "E" } else { "O" }
+        )))
     };
     Outcome {
         digest,
@@ -229,8 +235,12 @@ mod tests {
 
     #[test]
     fn volatile_noise_is_masked() {
-        let a = normalise("Done in 1.23s at 2026-11-21T10:00:01Z pid 4242 build 3f9a8c1d /tmp/tmp.Xa12/out");
-        let b = normalise("Done in 0.98s at 2026-11-22T11:30:59Z pid 17 build 0be1a7c9 /tmp/tmp.Qq77/out");
+        let a = normalise(
+            "Done in 1.23s at 2026-11-21T10:00:01Z pid 4242 build 3f9a8c1d /tmp/tmp.Xa12/out",
+        );
+        let b = normalise(
+            "Done in 0.98s at 2026-11-22T11:30:59Z pid 17 build 0be1a7c9 /tmp/tmp.Qq77/out",
+        );
         assert_eq!(a, b);
         assert_eq!(
             normalise("uuid 123e4567-e89b-12d3-a456-426614174000 attempt 3"),
@@ -260,13 +270,22 @@ mod tests {
 
     #[test]
     fn error_classes_follow_the_design() {
-        assert_eq!(classify_error("HTTP 429 Too Many Requests"), ErrorClass::Transient);
-        assert_eq!(classify_error("connect ECONNREFUSED 127.0.0.1:3000"), ErrorClass::Transient);
+        assert_eq!(
+            classify_error("HTTP 429 Too Many Requests"),
+            ErrorClass::Transient
+        );
+        assert_eq!(
+            classify_error("connect ECONNREFUSED 127.0.0.1:3000"),
+            ErrorClass::Transient
+        );
         assert_eq!(
             classify_error("<tool_use_error>String to replace not found in file."),
             ErrorClass::Deterministic
         );
-        assert_eq!(classify_error("bash: foo: command not found"), ErrorClass::Deterministic);
+        assert_eq!(
+            classify_error("bash: foo: command not found"),
+            ErrorClass::Deterministic
+        );
         assert_eq!(classify_error("Exit code 1\n3 failed"), ErrorClass::Unknown);
     }
 }

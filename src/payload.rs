@@ -100,8 +100,9 @@ impl Payload {
         }
         let p: Payload =
             serde_json::from_slice(bytes).context("hook input is not a valid hook JSON object")?;
-        let event = Event::parse(&p.hook_event_name)
-            .with_context(|| format!("unknown hook_event_name {:?}", clip(&p.hook_event_name, 60)))?;
+        let event = Event::parse(&p.hook_event_name).with_context(|| {
+            format!("unknown hook_event_name {:?}", clip(&p.hook_event_name, 60))
+        })?;
         if p.session_id.is_empty() {
             bail!("hook input has an empty session_id");
         }

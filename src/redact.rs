@@ -73,11 +73,23 @@ mod tests {
     #[test]
     fn secrets_are_masked() {
         let cases = [
-            ("curl -H 'Authorization: Bearer abcdefghijklmnop' x", "abcdefghijklmnop"),
-            ("export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuv", "abcdefghijklmnopqrstuv"),
+            (
+                "curl -H 'Authorization: Bearer abcdefghijklmnop' x",
+                "abcdefghijklmnop",
+            ),
+            (
+                "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuv",
+                "abcdefghijklmnopqrstuv",
+            ),
             ("mysql --password=hunter2hunter2 db", "hunter2hunter2"),
-            ("git clone https://user:s3cr3tpass@github.com/x/y", "s3cr3tpass"),
-            ("echo ghp_abcdefghijklmnopqrstuvwxyz012345", "ghp_abcdefghijklmnopqrstuvwxyz012345"),
+            (
+                "git clone https://user:s3cr3tpass@github.com/x/y",
+                "s3cr3tpass",
+            ),
+            (
+                "echo ghp_abcdefghijklmnopqrstuvwxyz012345",
+                "ghp_abcdefghijklmnopqrstuvwxyz012345",
+            ),
             ("token=abc123def456 ./run", "abc123def456"),
         ];
         for (text, secret) in cases {
@@ -90,8 +102,14 @@ mod tests {
 
     #[test]
     fn target_picks_the_meaningful_field() {
-        assert_eq!(target("Bash", &json!({"command": "npm test", "description": "d"})), "npm test");
-        assert_eq!(target("Edit", &json!({"file_path": "/p/a.rs", "old_string": "x"})), "/p/a.rs");
+        assert_eq!(
+            target("Bash", &json!({"command": "npm test", "description": "d"})),
+            "npm test"
+        );
+        assert_eq!(
+            target("Edit", &json!({"file_path": "/p/a.rs", "old_string": "x"})),
+            "/p/a.rs"
+        );
         assert!(target("mcp__x__y", &json!({"q": 1})).contains("\"q\":1"));
     }
 }

@@ -7,7 +7,12 @@ use crate::verdict::{Action, Verdict};
 use serde_json::{json, Value};
 
 pub fn answer(event: Event, v: &Verdict) -> Option<String> {
-    let human = format!("loopgate [{} · {}]: {}", v.detector, v.severity.name(), headline(&v.reason));
+    let human = format!(
+        "loopgate [{} · {}]: {}",
+        v.detector,
+        v.severity.name(),
+        headline(&v.reason)
+    );
     let out: Value = match (event, v.action) {
         (Event::PreToolUse, Action::Deny) => json!({"hookSpecificOutput": {
             "hookEventName": "PreToolUse",
@@ -65,12 +70,18 @@ mod tests {
     use crate::verdict::Severity;
 
     fn v(action: Action) -> Verdict {
-        Verdict::new("dedup", action, Severity::Low, "loopgate: seen it. Do else.".into())
+        Verdict::new(
+            "dedup",
+            action,
+            Severity::Low,
+            "loopgate: seen it. Do else.".into(),
+        )
     }
 
     #[test]
     fn deny_is_exactly_the_documented_shape() {
-        let out: Value = serde_json::from_str(&answer(Event::PreToolUse, &v(Action::Deny)).unwrap()).unwrap();
+        let out: Value =
+            serde_json::from_str(&answer(Event::PreToolUse, &v(Action::Deny)).unwrap()).unwrap();
         assert_eq!(
             out,
             json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
@@ -80,12 +91,23 @@ mod tests {
 
     #[test]
     fn stop_block_and_post_warning() {
-        let out: Value = serde_json::from_str(&answer(Event::Stop, &v(Action::Deny)).unwrap()).unwrap();
-        assert_eq!(out, json!({"decision": "block", "reason": "loopgate: seen it. Do else."}));
         let out: Value =
-            serde_json::from_str(&answer(Event::PostToolUseFailure, &v(Action::Warn)).unwrap()).unwrap();
-        assert_eq!(out["hookSpecificOutput"]["hookEventName"], "PostToolUseFailure");
-        assert_eq!(out["hookSpecificOutput"]["additionalContext"], "loopgate: seen it. Do else.");
+            serde_json::from_str(&answer(Event::Stop, &v(Action::Deny)).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            json!({"decision": "block", "reason": "loopgate: seen it. Do else."})
+        );
+        let out: Value =
+            serde_json::from_str(&answer(Event::PostToolUseFailure, &v(Action::Warn)).unwrap())
+                .unwrap();
+        assert_eq!(
+            out["hookSpecificOutput"]["hookEventName"],
+            "PostToolUseFailure"
+        );
+        assert_eq!(
+            out["hookSpecificOutput"]["additionalContext"],
+            "loopgate: seen it. Do else."
+        );
         assert_eq!(out["systemMessage"], "loopgate [dedup · low]: seen it.");
         assert!(answer(Event::Stop, &v(Action::Warn)).is_none());
     }

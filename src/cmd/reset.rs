@@ -26,6 +26,9 @@ pub fn run(store: &Store, session: Option<&str>, all: bool, lock_timeout: Durati
             done += 1;
         }
     }
-    println!("loopgate: reset {done} session{}", if done == 1 { "" } else { "s" });
+    println!(
+        "loopgate: reset {done} session{}",
+        if done == 1 { "" } else { "s" }
+    );
     Ok(())
 }

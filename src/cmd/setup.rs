@@ -3,7 +3,12 @@
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
-pub fn run(settings: Option<&Path>, bin: Option<&Path>, observe: bool, uninstall: bool) -> Result<()> {
+pub fn run(
+    settings: Option<&Path>,
+    bin: Option<&Path>,
+    observe: bool,
+    uninstall: bool,
+) -> Result<()> {
     let settings: PathBuf = match settings {
         Some(p) => p.to_path_buf(),
         None => directories::BaseDirs::new()

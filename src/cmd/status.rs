@@ -76,7 +76,11 @@ fn print_session(s: &SessionState) {
     );
     println!(
         "  turn {}: {} edit attempts ({} failed), {} interventions, {} stop blocks",
-        s.turn.number, s.turn.edit_attempts, s.turn.edit_failures, s.turn.interventions, s.turn.stop_blocks
+        s.turn.number,
+        s.turn.edit_attempts,
+        s.turn.edit_failures,
+        s.turn.interventions,
+        s.turn.stop_blocks
     );
     for (name, a) in &s.agents {
         let worst = a.runs.values().max_by_key(|r| r.count);

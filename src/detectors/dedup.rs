@@ -38,10 +38,22 @@ pub fn check(agent: &AgentState, key: &str, cfg: &Dedup) -> Option<Verdict> {
         _ => return None,
     };
     Some(
-        Verdict::new(NAME, Action::Deny, Severity::of_count(repeats + 1), verdict_text)
-            .with("identical_calls", repeats)
-            .with("limit", max)
-            .with("mode", if cfg.mode == DedupMode::Strict { "strict" } else { "outcome" }),
+        Verdict::new(
+            NAME,
+            Action::Deny,
+            Severity::of_count(repeats + 1),
+            verdict_text,
+        )
+        .with("identical_calls", repeats)
+        .with("limit", max)
+        .with(
+            "mode",
+            if cfg.mode == DedupMode::Strict {
+                "strict"
+            } else {
+                "outcome"
+            },
+        ),
     )
 }
 
@@ -96,14 +108,24 @@ mod tests {
         assert!(check(&agent_with(2, &fail, 0), "k", &cfg).is_none());
         let v = check(&agent_with(3, &fail, 0), "k", &cfg).expect("deny");
         assert_eq!(v.action, Action::Deny);
-        assert!(v.reason.contains("Bash `npm test` has run 3 times in a row"), "{}", v.reason);
+        assert!(
+            v.reason
+                .contains("Bash `npm test` has run 3 times in a row"),
+            "{}",
+            v.reason
+        );
     }
 
     #[test]
     fn changed_outcome_or_epoch_restarts_the_count() {
         let cfg = Dedup::default();
         let mut a = agent_with(2, &of_failure("Exit code 1\n3 failed"), 0);
-        record(a.runs.get_mut("k").unwrap(), &of_failure("Exit code 1\n2 failed"), 0, 9);
+        record(
+            a.runs.get_mut("k").unwrap(),
+            &of_failure("Exit code 1\n2 failed"),
+            0,
+            9,
+        );
         assert_eq!(a.runs["k"].count, 1);
         let mut a = agent_with(3, &of_failure("x"), 0);
         a.epoch = 1; // a file changed since

@@ -16,7 +16,12 @@ pub fn on_success(agent: &mut AgentState) {
     agent.failed_calls.clear();
 }
 
-pub fn on_failure(agent: &mut AgentState, call: String, now_ms: u64, cfg: &Failures) -> Option<Verdict> {
+pub fn on_failure(
+    agent: &mut AgentState,
+    call: String,
+    now_ms: u64,
+    cfg: &Failures,
+) -> Option<Verdict> {
     if agent.consecutive_failures == 0 {
         agent.failure_streak_since_ms = now_ms;
     }
@@ -27,7 +32,7 @@ pub fn on_failure(agent: &mut AgentState, call: String, now_ms: u64, cfg: &Failu
     agent.failed_calls.push_back(call);
     let n = agent.consecutive_failures;
     let every = cfg.warn_after.max(1);
-    if !cfg.enabled || n < every || n % every != 0 {
+    if !cfg.enabled || n < every || !n.is_multiple_of(every) {
         return None;
     }
     let names: Vec<&str> = agent.failed_calls.iter().map(String::as_str).collect();

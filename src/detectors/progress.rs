@@ -128,7 +128,10 @@ mod tests {
             baseline: Some("f0".into()),
             ..Turn::default()
         };
-        assert_eq!(judge(&input(&quiet, Some("f0")), &cfg), Judgement::QuietTurn);
+        assert_eq!(
+            judge(&input(&quiet, Some("f0")), &cfg),
+            Judgement::QuietTurn
+        );
         assert_eq!(judge(&input(&t, None), &cfg), Judgement::NotApplicable);
     }
 

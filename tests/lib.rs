@@ -1,0 +1,4 @@
+mod common;
+mod protocol;
+mod robustness;
+mod stop_gate;

@@ -1,0 +1,277 @@
+//! The core layers driven through the real binary: what Claude Code receives on each call.
+
+use crate::common::{fixture, Env, BIN};
+use serde_json::json;
+
+const FAIL: Result<&str, &str> = Err("Exit code 1\nerror: test failed, 3 failures");
+
+#[test]
+fn fourth_identical_failing_call_is_denied_with_the_exact_json() {
+    let env = Env::new();
+    for _ in 0..3 {
+        assert!(env.bash("cargo test", FAIL).is_silent_allow());
+    }
+    let out = env.bash("cargo test", FAIL);
+    let v = out.json();
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        v,
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+               "permissionDecisionReason": reason}}),
+        "nothing else in the answer"
+    );
+    assert!(
+        reason.starts_with("loopgate: Bash `cargo test` has run 3 times in a row since "),
+        "{reason}"
+    );
+    assert!(reason.contains("Change something first"), "{reason}");
+    // And it stays denied while nothing changes.
+    assert!(env.bash("cargo test", FAIL).denied());
+}
+
+#[test]
+fn a_changed_outcome_keeps_the_call_allowed() {
+    let env = Env::new();
+    for n in 0..8 {
+        let err = format!("Exit code 1\n{} tests failed", 8 - n);
+        assert!(
+            env.bash("cargo test", Err(&err)).is_silent_allow(),
+            "run {n}"
+        );
+    }
+}
+
+#[test]
+fn an_edit_in_between_keeps_the_call_allowed() {
+    let env = Env::new();
+    std::fs::write(env.project.join("lib.rs"), "a").unwrap();
+    for n in 0..6 {
+        assert!(env.bash("cargo test", FAIL).is_silent_allow(), "run {n}");
+        assert_eq!(env.edit("lib.rs", &format!("fix {n}")).code, 0);
+    }
+}
+
+#[test]
+fn noise_in_the_output_does_not_make_it_new() {
+    let env = Env::new();
+    for n in 0..3 {
+        let err = format!(
+            "Exit code 1\nFAILED in {n}.{n}1s at 2026-01-0{}T10:00:00Z",
+            n + 1
+        );
+        assert!(env.bash("make", Err(&err)).is_silent_allow());
+    }
+    assert!(env
+        .bash(
+            "make",
+            Err("Exit code 1\nFAILED in 9.99s at 2026-02-01T11:00:00Z")
+        )
+        .denied());
+}
+
+#[test]
+fn strict_mode_denies_the_fourth_call_whatever_happened() {
+    let env = Env::new().config("[dedup]\nmode = \"strict\"\n");
+    std::fs::write(env.project.join("lib.rs"), "a").unwrap();
+    for n in 0..3 {
+        let out = format!("output {n}");
+        assert!(env.bash("cargo test", Ok(&out)).is_silent_allow());
+        env.edit("lib.rs", &format!("v{n}"));
+    }
+    assert!(env.bash("cargo test", Ok("output 4")).denied());
+}
+
+#[test]
+fn read_only_tools_are_exempt() {
+    let env = Env::new();
+    let input = json!({"file_path": "/p/a.rs"});
+    for _ in 0..6 {
+        let id = env.id();
+        assert!(env.pre("Read", input.clone(), &id).is_silent_allow());
+        env.post(
+            "Read",
+            input.clone(),
+            &id,
+            json!({"type": "text", "file": {"content": "same"}}),
+        );
+    }
+}
+
+#[test]
+fn five_consecutive_failures_warn_the_model_and_the_human() {
+    let env = Env::new();
+    let mut answers = Vec::new();
+    for n in 0..10 {
+        let input = json!({"command": format!("try-{n}")});
+        let id = env.id();
+        env.pre("Bash", input.clone(), &id);
+        answers.push(env.fail("Bash", input, &id, "Exit code 127\nnot found"));
+    }
+    let warned: Vec<usize> = (0..10)
+        .filter(|&i| answers[i].context().is_some())
+        .collect();
+    assert_eq!(warned, vec![4, 9], "warn at the 5th and 10th failure only");
+    let v = answers[4].json();
+    assert_eq!(
+        v["hookSpecificOutput"]["hookEventName"],
+        "PostToolUseFailure"
+    );
+    let ctx = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(ctx.contains("5 tool calls in a row have failed"), "{ctx}");
+    assert!(ctx.contains("Bash `try-4`"), "names the calls: {ctx}");
+    assert!(v["systemMessage"].as_str().unwrap().starts_with("loopgate"));
+}
+
+#[test]
+fn a_success_resets_the_failure_count() {
+    let env = Env::new();
+    for n in 0..4 {
+        env.bash(&format!("f{n}"), Err("Exit code 1"));
+    }
+    env.bash("true-ish", Ok("fine"));
+    let id = env.id();
+    let input = json!({"command": "f9"});
+    env.pre("Bash", input.clone(), &id);
+    assert!(env
+        .fail("Bash", input, &id, "Exit code 1")
+        .context()
+        .is_none());
+}
+
+#[test]
+fn observe_mode_denies_nothing_and_logs_would_fire() {
+    let env = Env::new().var("LOOPGATE_MODE", "observe");
+    for _ in 0..6 {
+        assert!(env.bash("cargo test", FAIL).is_silent_allow());
+    }
+    let events = env.events();
+    assert!(!events.is_empty());
+    assert!(events.iter().all(|e| e["enforced"] == false));
+    assert!(events
+        .iter()
+        .any(|e| e["detector"] == "dedup" && e["decision"] == "deny"));
+    assert!(events
+        .iter()
+        .any(|e| e["detector"] == "consecutive_failures"));
+}
+
+#[test]
+fn observe_flag_wins_over_env() {
+    let env = Env::new().var("LOOPGATE_MODE", "enforce");
+    for _ in 0..3 {
+        env.bash("x", FAIL);
+    }
+    let p = env.base("PreToolUse", json!({"tool_name": "Bash", "tool_input": {"command": "x", "description": "run"}, "tool_use_id": "z"}));
+    let out = env.run(&["--observe", "pre-tool-use"], p.to_string().as_bytes());
+    assert!(out.is_silent_allow());
+}
+
+#[test]
+fn reset_clears_a_denial() {
+    let env = Env::new();
+    for _ in 0..3 {
+        env.bash("cargo test", FAIL);
+    }
+    assert!(env.bash("cargo test", FAIL).denied());
+    let out = env.run(&["reset", "--session", "sess-1"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(env.bash("cargo test", FAIL).is_silent_allow());
+    assert!(
+        env.events().iter().any(|e| e["decision"] == "deny"),
+        "the log stays"
+    );
+}
+
+#[test]
+fn every_event_is_one_jsonl_line_with_its_evidence() {
+    let env = Env::new();
+    for _ in 0..4 {
+        env.bash("cargo test", FAIL);
+    }
+    let e = &env.events()[0];
+    for key in [
+        "ts",
+        "session",
+        "agent",
+        "prompt_id",
+        "event",
+        "tool",
+        "detector",
+        "decision",
+        "enforced",
+        "severity",
+        "reason",
+        "evidence",
+    ] {
+        assert!(e.get(key).is_some(), "missing {key} in {e}");
+    }
+    assert_eq!(e["evidence"]["identical_calls"], 3);
+    assert_eq!(e["session"], "sess-1");
+}
+
+#[test]
+fn status_shows_counters_and_last_decisions() {
+    let env = Env::new();
+    for _ in 0..4 {
+        env.bash("cargo test", FAIL);
+    }
+    let s = &env.status()[0];
+    assert_eq!(s["session"], "sess-1");
+    assert_eq!(s["totals"]["denials"], 1);
+    assert_eq!(s["agents"]["main"]["repeats"][0]["identical_in_a_row"], 3);
+    assert_eq!(s["recent"][0]["detector"], "dedup");
+    let text = env.run(&["status"], b"");
+    assert!(text.stdout.contains("denials 1"), "{}", text.stdout);
+}
+
+#[test]
+fn subagent_calls_do_not_trip_the_main_agent() {
+    let env = Env::new();
+    let input = json!({"command": "npm test"});
+    for n in 0..3 {
+        let id = format!("sub-{n}");
+        let mut p = env.base(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": id}),
+        );
+        p["agent_id"] = json!("a-sub");
+        assert!(env.hook("pre-tool-use", &p).is_silent_allow());
+        let mut f = env.base("PostToolUseFailure", json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": id, "error": "Exit code 1\nsame"}));
+        f["agent_id"] = json!("a-sub");
+        env.hook("post-tool-use-failure", &f);
+    }
+    assert!(env.pre("Bash", input, "main-1").is_silent_allow());
+}
+
+#[test]
+fn every_real_fixture_is_accepted() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let env = Env::new();
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        let p = fixture(&name);
+        let sub = match p["hook_event_name"].as_str().unwrap() {
+            "PreToolUse" => "pre-tool-use",
+            "PostToolUse" => "post-tool-use",
+            "PostToolUseFailure" => "post-tool-use-failure",
+            "PostToolBatch" => "post-tool-batch",
+            "Stop" => "stop",
+            "SubagentStop" => "subagent-stop",
+            "UserPromptSubmit" => "user-prompt-submit",
+            _ => continue, // SessionStart, SessionEnd, SubagentStart: not hooked
+        };
+        let out = env.run(&[sub], &std::fs::read(&path).unwrap());
+        assert_eq!(out.code, 0, "{name}: {}", out.stderr);
+        assert!(out.stderr.is_empty(), "{name}: {}", out.stderr);
+        seen += 1;
+    }
+    assert!(seen >= 50, "only {seen} fixtures ran");
+    let _ = BIN;
+}

@@ -1,0 +1,178 @@
+//! Never wedge the agent: bad input fails open with one line, hostile ids stay inside the state
+//! dir, and parallel hook processes lose no update.
+
+use crate::common::Env;
+use serde_json::json;
+
+#[test]
+fn bad_input_fails_open_with_one_line_and_leaves_state_untouched() {
+    let env = Env::new();
+    env.bash("seed", Ok("x"));
+    let before = std::fs::read_dir(env.state.join("sessions"))
+        .unwrap()
+        .count();
+    let snapshot = env.status();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty stdin", b"".to_vec()),
+        ("not json", b"{this is not json".to_vec()),
+        ("array", b"[1,2,3]".to_vec()),
+        ("missing fields", br#"{"session_id":"sess-1"}"#.to_vec()),
+        ("missing tool_name", br#"{"session_id":"sess-1","hook_event_name":"PreToolUse","tool_input":{}}"#.to_vec()),
+        ("wrong types", br#"{"session_id":["x"],"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{}}"#.to_vec()),
+        ("tool_input not an object", br#"{"session_id":"sess-1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":7}"#.to_vec()),
+        ("invalid utf-8", b"{\"session_id\":\"\xff\xfe\",\"hook_event_name\":\"PreToolUse\"}".to_vec()),
+        ("unknown event", br#"{"session_id":"sess-1","hook_event_name":"Bogus","tool_name":"Bash","tool_input":{}}"#.to_vec()),
+        ("event for another subcommand", br#"{"session_id":"sess-1","hook_event_name":"Stop"}"#.to_vec()),
+    ];
+    for (name, input) in cases {
+        let out = env.run(&["pre-tool-use"], &input);
+        assert_eq!(out.code, 1, "{name}: exit 1 (non-blocking)");
+        assert!(out.stdout.is_empty(), "{name}: no answer on stdout");
+        assert_eq!(
+            out.stderr.trim_end().lines().count(),
+            1,
+            "{name}: one line: {:?}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.starts_with("loopgate: "),
+            "{name}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(env.state.join("sessions"))
+            .unwrap()
+            .count(),
+        before
+    );
+    assert_eq!(env.status(), snapshot, "state untouched");
+}
+
+#[test]
+fn usage_errors_never_exit_two() {
+    let env = Env::new();
+    let out = env.run(&["no-such-command"], b"");
+    assert_eq!(out.code, 1);
+}
+
+#[test]
+fn a_huge_tool_input_is_handled_normally() {
+    let env = Env::new();
+    let big = "x".repeat(10 << 20);
+    let out = env.pre(
+        "Write",
+        json!({"file_path": "/p/big.txt", "content": big}),
+        "big-1",
+    );
+    assert!(out.is_silent_allow(), "{}", out.stderr);
+    let size = std::fs::read_dir(env.state.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .max()
+        .unwrap();
+    assert!(size < 64 << 10, "state stays small: {size}");
+}
+
+#[test]
+fn hostile_session_ids_stay_inside_the_state_dir() {
+    let long = "y".repeat(4096);
+    for id in [
+        "../../x",
+        "/etc/passwd",
+        "a\u{0}b/../../c",
+        long.as_str(),
+        "..",
+        ".",
+    ] {
+        let mut env = Env::new();
+        env.session = id.to_string();
+        let out = env.bash("ls", Ok("a"));
+        assert!(out.is_silent_allow(), "{id:?}: {}", out.stderr);
+        assert_eq!(
+            env.files_outside_state(),
+            Vec::<std::path::PathBuf>::new(),
+            "{id:?}"
+        );
+        let files: Vec<_> = std::fs::read_dir(env.state.join("sessions"))
+            .unwrap()
+            .collect();
+        assert_eq!(files.len(), 2, "one state and one lock file for {id:?}");
+    }
+}
+
+#[test]
+fn corrupt_state_is_moved_aside_and_the_call_fails_open() {
+    let env = Env::new();
+    env.bash("seed", Ok("x"));
+    let state = std::fs::read_dir(env.state.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    std::fs::write(&state, b"\x00\x01garbage").unwrap();
+    let out = env.pre("Bash", json!({"command": "ls"}), "c1");
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("moved to"), "{}", out.stderr);
+    let aside: Vec<_> = std::fs::read_dir(env.state.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("corrupt"))
+        .collect();
+    assert_eq!(aside.len(), 1);
+    assert_eq!(std::fs::read(&aside[0]).unwrap(), b"\x00\x01garbage");
+    assert!(env
+        .pre("Bash", json!({"command": "ls"}), "c2")
+        .is_silent_allow());
+}
+
+#[test]
+fn sixty_four_parallel_hooks_lose_no_update() {
+    let env = Env::new();
+    let children: Vec<_> = (0..64)
+        .map(|n| {
+            let p = env.base(
+                "PreToolUse",
+                json!({"tool_name": "Bash", "tool_input": {"command": format!("echo {n}")}, "tool_use_id": format!("par-{n}")}),
+            );
+            let mut cmd = env.command(&["pre-tool-use"]);
+            cmd.timeout(std::time::Duration::from_secs(60));
+            std::thread::spawn(move || cmd.write_stdin(p.to_string()).output().unwrap())
+        })
+        .collect();
+    for c in children {
+        let o = c.join().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert_eq!(env.status()[0]["totals"]["calls"], 64);
+}
+
+#[test]
+fn a_held_lock_fails_open_within_the_deadline() {
+    let env = Env::new().config("lock_timeout_ms = 300\n");
+    env.bash("seed", Ok("x"));
+    let lock_path = std::fs::read_dir(env.state.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "lock"))
+        .unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lock_path)
+        .unwrap();
+    f.lock().unwrap();
+    let t = std::time::Instant::now();
+    let out = env.pre("Bash", json!({"command": "ls"}), "l1");
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("locked"), "{}", out.stderr);
+    assert!(t.elapsed() < std::time::Duration::from_secs(3));
+    drop(f);
+    assert!(env
+        .pre("Bash", json!({"command": "ls"}), "l2")
+        .is_silent_allow());
+}
