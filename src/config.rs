@@ -38,6 +38,161 @@ pub struct Config {
     pub failures: Failures,
     pub progress: Progress,
     pub log: Log,
+    pub detectors: Detectors,
+}
+
+/// The outcome-aware detectors, each under `[detectors.<name>]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Detectors {
+    pub identical_failure: IdenticalFailure,
+    pub gate: Gate,
+    pub matrix: Matrix,
+    pub poll: Poll,
+    pub rate: Rate,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct IdenticalFailure {
+    pub enabled: bool,
+    /// Retries allowed after the first failure, per error class (seed 002).
+    pub transient_retries: u32,
+    pub deterministic_retries: u32,
+    pub unknown_retries: u32,
+    pub prune_after_minutes: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Gate {
+    pub enabled: bool,
+    /// Same tool this many times in a row: an advisory hint (the call still runs).
+    pub consecutive_warn: u32,
+    /// Tools whose long runs are ordinary work, never hinted.
+    pub consecutive_exempt_tools: Vec<String>,
+    /// The same call this many times within a turn, whatever it returned: blocked for the turn.
+    pub identity_ceiling: u32,
+    /// The same non-trivial successful output from the same call this many times: blocked.
+    pub output_repeats: u32,
+    /// Read-only tools get more (re-reading an unchanged file, say after a compaction, is ordinary).
+    pub read_only_output_repeats: u32,
+    pub read_only_tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Matrix {
+    pub enabled: bool,
+    pub stagnation_warn: u32,
+    pub stagnation_block: u32,
+    pub stuck_warn: u32,
+    pub stuck_block: u32,
+    /// Bookkeeping tools whose identical answers say nothing about progress.
+    pub ignore_tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Poll {
+    pub enabled: bool,
+    /// A poll is stopped once its result has not changed for this long...
+    pub max_unchanged_minutes: u64,
+    /// ...and over at least this many unchanged results.
+    pub min_unchanged_results: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Rate {
+    pub enabled: bool,
+    pub max_calls: u32,
+    pub window_seconds: u64,
+}
+
+fn read_only_tools() -> Vec<String> {
+    [
+        "Read",
+        "Glob",
+        "Grep",
+        "LS",
+        "WebFetch",
+        "WebSearch",
+        "NotebookRead",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+impl Default for IdenticalFailure {
+    fn default() -> Self {
+        IdenticalFailure {
+            enabled: true,
+            transient_retries: 3,
+            deterministic_retries: 1,
+            unknown_retries: 2,
+            prune_after_minutes: 120,
+        }
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        let mut exempt = read_only_tools();
+        exempt
+            .extend(["Edit", "MultiEdit", "Write", "NotebookEdit", "TodoWrite"].map(String::from));
+        Gate {
+            enabled: true,
+            consecutive_warn: 5,
+            consecutive_exempt_tools: exempt,
+            identity_ceiling: 10,
+            output_repeats: 2,
+            read_only_output_repeats: 4,
+            read_only_tools: read_only_tools(),
+        }
+    }
+}
+
+impl Default for Matrix {
+    fn default() -> Self {
+        Matrix {
+            enabled: true,
+            stagnation_warn: 3,
+            stagnation_block: 5,
+            stuck_warn: 5,
+            stuck_block: 8,
+            ignore_tools: [
+                "TodoWrite",
+                "TaskCreate",
+                "TaskUpdate",
+                "TaskList",
+                "TaskGet",
+                "ExitPlanMode",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
+}
+
+impl Default for Poll {
+    fn default() -> Self {
+        Poll {
+            enabled: true,
+            max_unchanged_minutes: 10,
+            min_unchanged_results: 3,
+        }
+    }
+}
+
+impl Default for Rate {
+    fn default() -> Self {
+        Rate {
+            enabled: true,
+            max_calls: 20,
+            window_seconds: 60,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -82,6 +237,7 @@ impl Default for Config {
             failures: Failures::default(),
             progress: Progress::default(),
             log: Log::default(),
+            detectors: Detectors::default(),
         }
     }
 }

@@ -4,7 +4,10 @@
 
 use crate::canon::call_key;
 use crate::config::{Config, Mode};
-use crate::detectors::{changed_files, dedup, describe, failures, is_edit_tool, progress};
+use crate::detectors::{
+    changed_files, dedup, describe, failures, gate, identical_failure, is_edit_tool, matrix, poll,
+    progress, rate,
+};
 use crate::git::Worktree;
 use crate::outcome;
 use crate::payload::{BatchCall, Event, Payload};
@@ -98,33 +101,61 @@ fn start_turn(state: &mut SessionState, prompt_id: Option<String>, ctx: &Ctx, ta
     // The user said something new: every earlier streak ends here.
     for agent in state.agents.values_mut() {
         agent.epoch += 1;
+        agent.blocked = None;
+        agent.same_tool_run = 0;
+        matrix::reset_streaks(agent);
         failures::on_success(agent);
     }
 }
 
 fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     let cfg = ctx.config;
+    let det = &cfg.detectors;
     let tool = p.tool();
     let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
     let key = call_key(tool, input);
     let target = redact::target(tool, input);
-    let exempt = dedup::exempt(&cfg.dedup, tool);
+    let poll = det.poll.enabled && poll::is_poll(tool, input);
+    let turn = state.turn.number;
     let agent = state.agent_mut(p.agent(), ctx.now_ms);
+    if agent.last_tool == tool {
+        agent.same_tool_run += 1;
+    } else {
+        agent.last_tool = tool.to_string();
+        agent.same_tool_run = 1;
+    }
+    let epoch = agent.epoch;
     let mut verdicts = Vec::new();
-    if !exempt {
-        verdicts.extend(dedup::check(agent, &key, &cfg.dedup));
+    if det.matrix.enabled {
+        verdicts.extend(matrix::check_blocked(agent));
     }
+    if !poll {
+        verdicts.extend(identical_failure::check(
+            agent,
+            &key,
+            ctx.now_ms,
+            &det.identical_failure,
+        ));
+    }
+    verdicts.extend(gate::consecutive(agent, tool, &det.gate));
+    let run = agent.run_mut(&key, tool, &target, ctx.now_ms);
+    verdicts.extend(gate::blocked(run, epoch, turn, &det.gate));
+    if poll {
+        verdicts.extend(poll::check(run, ctx.now_ms, &det.poll));
+    } else if !dedup::exempt(&cfg.dedup, tool) {
+        verdicts.extend(dedup::check(run, epoch, &cfg.dedup));
+    }
+    verdicts.extend(rate::on_call(run, ctx.now_ms, &det.rate));
+    verdicts.extend(gate::on_call(run, epoch, turn, poll, &det.gate));
+    run.total += 1;
     let denied = ctx.enforced() && strongest(&verdicts).is_some_and(|v| v.action >= Action::Deny);
-    if !exempt {
-        agent.run_mut(&key, tool, &target, ctx.now_ms).total += 1;
-    }
     agent.push_call(Call {
         id: p.tool_use_id.clone().unwrap_or_default(),
         tool: tool.to_string(),
         key,
         target,
         at_ms: ctx.now_ms,
-        epoch: agent.epoch,
+        epoch,
         status: if denied {
             CallStatus::Denied
         } else {
@@ -140,12 +171,14 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict
 }
 
 fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> Vec<Verdict> {
+    let det = &ctx.config.detectors;
     let tool = p.tool();
     let response = p.tool_response.as_ref();
+    let error = p.error.as_deref().unwrap_or("");
     let result = if ok {
         outcome::of_success(tool, response)
     } else {
-        outcome::of_failure(p.error.as_deref().unwrap_or(""))
+        outcome::of_failure(error)
     };
     let status = if ok {
         CallStatus::Ok
@@ -153,19 +186,32 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
         CallStatus::Failed
     };
     let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
+    let poll = det.poll.enabled && poll::is_poll(tool, input);
     let is_main = p.agent() == MAIN_AGENT;
     let interrupted = p.is_interrupt == Some(true);
     let changed = ok && changed_files(tool, response);
+    let turn = state.turn.number;
     let mut verdicts = Vec::new();
     {
-        let (agent_ref, target) = finish_call(state, p, tool, input, status, &result, ctx);
-        let agent = agent_ref;
+        let (agent, key, epoch, target) = finish_call(state, p, tool, input, status, &result, ctx);
+        if let Some(run) = agent.runs.get_mut(&key) {
+            verdicts.extend(gate::on_output(run, tool, turn, poll, &det.gate));
+        }
         if ok {
             failures::on_success(agent);
-            if changed {
-                agent.epoch += 1;
-            }
+            identical_failure::on_success(agent, &key);
         } else if !interrupted {
+            identical_failure::on_failure(
+                agent,
+                &key,
+                tool,
+                &target,
+                error,
+                &result,
+                epoch,
+                ctx.now_ms,
+                &det.identical_failure,
+            );
             let what = describe(tool, &target);
             verdicts.extend(failures::on_failure(
                 agent,
@@ -173,6 +219,20 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
                 ctx.now_ms,
                 &ctx.config.failures,
             ));
+        }
+        if !poll && !det.matrix.ignore_tools.iter().any(|t| t == tool) {
+            verdicts.extend(matrix::on_outcome(
+                agent,
+                &key,
+                result.digest.as_deref(),
+                ctx.now_ms,
+                &det.matrix,
+            ));
+        }
+        if changed {
+            // A file changed: the next identical call is a new experiment for every count.
+            agent.epoch += 1;
+            matrix::reset_streaks(agent);
         }
     }
     if !ok {
@@ -188,7 +248,8 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
     verdicts
 }
 
-/// Marks the call finished and folds its outcome into its identity's streak.
+/// Marks the call finished and folds its outcome into its identity's streak. Returns the agent,
+/// the call's identity, the epoch it started in, and its target.
 fn finish_call<'s>(
     state: &'s mut SessionState,
     p: &Payload,
@@ -197,8 +258,7 @@ fn finish_call<'s>(
     status: CallStatus,
     result: &outcome::Outcome,
     ctx: &Ctx,
-) -> (&'s mut crate::state::AgentState, String) {
-    let exempt = dedup::exempt(&ctx.config.dedup, tool);
+) -> (&'s mut crate::state::AgentState, String, u64, String) {
     let agent = state.agent_mut(p.agent(), ctx.now_ms);
     let id = p.tool_use_id.as_deref().unwrap_or("");
     // Hash the input only when the id cannot find the call (hashing a large Write is not free).
@@ -232,11 +292,9 @@ fn finish_call<'s>(
         c.status = status;
         c.outcome = result.digest.clone();
     }
-    if !exempt {
-        let run = agent.run_mut(&key, tool, &target, ctx.now_ms);
-        dedup::record(run, result, epoch, ctx.now_ms);
-    }
-    (agent, target)
+    let run = agent.run_mut(&key, tool, &target, ctx.now_ms);
+    dedup::record(run, result, epoch, ctx.now_ms);
+    (agent, key, epoch, target)
 }
 
 /// PostToolBatch lists every call of the turn once. Calls no tool hook saw were rejected by Claude
@@ -274,11 +332,28 @@ fn post_tool_batch(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verd
             status: CallStatus::Rejected,
             outcome: result.digest.clone(),
         });
-        if !dedup::exempt(&ctx.config.dedup, &bc.tool_name) {
-            let run = agent.run_mut(&key, &bc.tool_name, &target, ctx.now_ms);
-            run.total += 1;
-            dedup::record(run, &result, epoch, ctx.now_ms);
-        }
+        let run = agent.run_mut(&key, &bc.tool_name, &target, ctx.now_ms);
+        run.total += 1;
+        dedup::record(run, &result, epoch, ctx.now_ms);
+        let det = &ctx.config.detectors;
+        identical_failure::on_failure(
+            agent,
+            &key,
+            &bc.tool_name,
+            &target,
+            &text,
+            &result,
+            epoch,
+            ctx.now_ms,
+            &det.identical_failure,
+        );
+        verdicts.extend(matrix::on_outcome(
+            agent,
+            &key,
+            result.digest.as_deref(),
+            ctx.now_ms,
+            &det.matrix,
+        ));
         let what = format!(
             "{} (rejected: {})",
             describe(&bc.tool_name, &target),
@@ -321,6 +396,14 @@ fn first_line(text: &str) -> String {
 
 fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     let cfg = &ctx.config.progress;
+    // Under a sticky block the agent was told to summarise and stop: let it.
+    if state
+        .agents
+        .get(MAIN_AGENT)
+        .is_some_and(|a| a.blocked.is_some())
+    {
+        return Vec::new();
+    }
     // Only look at the worktree when a verdict could follow: git status is the costliest thing a
     // hook call does.
     let quick = progress::StopInput {
@@ -352,7 +435,7 @@ fn account(state: &mut SessionState, p: &Payload, event: Event, v: &Verdict, ctx
         (_, Action::Warn) => state.totals.warnings += 1,
         _ => state.totals.denials += 1,
     }
-    if p.agent() == MAIN_AGENT && !matches!(event, Event::Stop | Event::SubagentStop) {
+    if p.agent() == MAIN_AGENT && is_intervention(event, v) {
         state.turn.interventions += 1;
     }
     state.note(DecisionNote {
@@ -366,6 +449,18 @@ fn account(state: &mut SessionState, p: &Payload, event: Event, v: &Verdict, ctx
         enforced: ctx.enforced(),
         summary: crate::payload::clip(&v.reason, 200),
     });
+}
+
+/// Denials, and warnings that a loop is under way, are signs the turn was stuck; advisory hints
+/// (same tool in a row, consecutive failures) are not: a turn that ran failing tests, or waited for
+/// a slow server, and reported is a legitimate end.
+fn is_intervention(event: Event, v: &Verdict) -> bool {
+    if matches!(event, Event::Stop | Event::SubagentStop) {
+        return false;
+    }
+    v.action >= Action::Deny
+        || v.detector == matrix::NAME
+        || v.evidence.get("signal").and_then(Value::as_str) == Some("BLOCK_OUTPUT")
 }
 
 /// The name of a decision as the event log and `status` show it.

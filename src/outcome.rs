@@ -42,12 +42,56 @@ pub fn of_success(tool: &str, response: Option<&Value>) -> Outcome {
                 format!("@{start}\n{c}")
             })
             .unwrap_or_else(|| canonical_text(r)),
+        ("Grep" | "Glob", Some(r)) if r.is_object() => search_text(r),
         // Edits are judged by success: their response echoes the input, which says nothing new.
         ("Edit" | "MultiEdit" | "Write" | "NotebookEdit", Some(_)) => "ok".to_string(),
         (_, Some(Value::String(s))) => s.clone(),
-        (_, Some(r)) => canonical_text(r),
+        (_, Some(r)) => canonical_text(&strip_volatile(r)),
     };
     build(&text, false)
+}
+
+/// Search results by what was found: no match is an empty (trivial) answer, and the duration
+/// field that changes on every call is left out.
+fn search_text(r: &Value) -> String {
+    let mut text = String::new();
+    if let Some(files) = r.get("filenames").and_then(Value::as_array) {
+        for f in files.iter().filter_map(Value::as_str) {
+            text.push_str(f);
+            text.push('\n');
+        }
+    }
+    if let Some(c) = r.get("content").and_then(Value::as_str) {
+        text.push_str(c);
+    }
+    text
+}
+
+/// Keys whose values change on every call without meaning anything.
+const VOLATILE_KEYS: &[&str] = &[
+    "durationMs",
+    "duration_ms",
+    "durationSeconds",
+    "elapsed",
+    "elapsedMs",
+    "timestamp",
+    "createdAt",
+    "updatedAt",
+    "requestId",
+    "request_id",
+];
+
+fn strip_volatile(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !VOLATILE_KEYS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), strip_volatile(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_volatile).collect()),
+        other => other.clone(),
+    }
 }
 
 /// Outcome of a failed call (PostToolUseFailure `error`, or a rejected call's batch text).

@@ -90,7 +90,7 @@ pub fn merge(settings: &mut Value, command_prefix: &str) -> Result<bool> {
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()));
     let Value::Object(hooks) = hooks else {
-        bail!("\"hooks\" in the settings is not an object; fix it by hand, then run setup again");
+        bail!("\"hooks\" in the settings is not an object; fix it by hand, then try again");
     };
 
     // Events loopgate no longer listens to lose its entries.
@@ -109,7 +109,7 @@ pub fn merge(settings: &mut Value, command_prefix: &str) -> Result<bool> {
                 None => groups.push(ours),
             },
             Some(_) => bail!(
-                "\"hooks.{event}\" in the settings is not an array; fix it by hand, then run setup again"
+                "\"hooks.{event}\" in the settings is not an array; fix it by hand, then try again"
             ),
         }
     }
@@ -129,7 +129,7 @@ pub fn remove(settings: &mut Value) -> Result<bool> {
         return Ok(false);
     };
     let Value::Object(hooks) = hooks else {
-        bail!("\"hooks\" in the settings is not an object; fix it by hand, then run setup again");
+        bail!("\"hooks\" in the settings is not an object; fix it by hand, then try again");
     };
     if strip_events(hooks, |_| true) && hooks.is_empty() {
         root.retain(|key, _| key != "hooks");
@@ -339,7 +339,7 @@ pub fn run(settings_path: &Path, command_prefix: &str, uninstall: bool) -> Resul
     };
     let mut settings = match &original {
         Some(text) => parse_settings(text).with_context(|| {
-            format!("{shown} is not valid settings JSON; fix it by hand, then run setup again")
+            format!("{shown} is not valid settings JSON; fix it by hand, then try again")
         })?,
         None => Value::Object(Map::new()),
     };

@@ -60,6 +60,40 @@ pub struct AgentState {
     /// Summaries of the latest consecutive failures, for the warning text.
     pub failed_calls: VecDeque<String>,
     pub last_seen_ms: u64,
+    /// Identical-failure signatures (tool + input + error class), pruned after two hours.
+    pub failure_sigs: BTreeMap<String, FailureSig>,
+    /// The per-turn gate's consecutiveness: the last tool and how many times in a row.
+    pub last_tool: String,
+    pub same_tool_run: u32,
+    /// The approach/outcome matrix: what this agent has tried and seen, and its two streaks.
+    pub seen_approaches: VecDeque<String>,
+    pub seen_outcomes: VecDeque<String>,
+    pub stagnation: u32,
+    pub stuck: u32,
+    /// A sticky block: every call is denied until the next prompt or `loopgate reset`.
+    pub blocked: Option<StickyBlock>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FailureSig {
+    pub key: String,
+    pub tool: String,
+    pub target: String,
+    pub class: String,
+    pub error: String,
+    pub count: u32,
+    pub epoch: u64,
+    pub first_ms: u64,
+    pub last_ms: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StickyBlock {
+    pub detector: String,
+    pub reason: String,
+    pub since_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,6 +133,18 @@ pub struct Run {
     pub epoch: u64,
     /// When the current streak of identical calls began.
     pub streak_ms: u64,
+    /// Whether the latest outcome was a failure.
+    pub failed: bool,
+    /// Calls of this identity in the current epoch, whatever they returned (the gate's ceiling).
+    pub epoch_calls: u32,
+    pub epoch_of_calls: u64,
+    /// Start times of the latest calls, for the sliding call-rate window.
+    pub recent_ms: VecDeque<u64>,
+    /// Blocked by the per-turn gate for the rest of this turn (turn number, reason).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_turn: Option<u32>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub blocked_reason: String,
     /// Every call of this identity in the session (strict mode counts these).
     pub total: u32,
     pub first_ms: u64,

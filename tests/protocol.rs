@@ -23,11 +23,11 @@ fn fourth_identical_failing_call_is_denied_with_the_exact_json() {
                "permissionDecisionReason": reason}}),
         "nothing else in the answer"
     );
-    assert!(
-        reason.starts_with("loopgate: Bash `cargo test` has run 3 times in a row since "),
-        "{reason}"
-    );
-    assert!(reason.contains("Change something first"), "{reason}");
+    // Two detectors see this loop (dedup: same call, same result; the identical-failure breaker:
+    // an unknown error's budget of 2 retries); either way the model is told what and how often.
+    assert!(reason.contains("Bash `cargo test`"), "{reason}");
+    assert!(reason.contains("3 times"), "{reason}");
+    assert!(reason.contains("loopgate"), "{reason}");
     // And it stays denied while nothing changes.
     assert!(env.bash("cargo test", FAIL).denied());
 }
@@ -37,10 +37,7 @@ fn a_changed_outcome_keeps_the_call_allowed() {
     let env = Env::new();
     for n in 0..8 {
         let err = format!("Exit code 1\n{} tests failed", 8 - n);
-        assert!(
-            env.bash("cargo test", Err(&err)).is_silent_allow(),
-            "run {n}"
-        );
+        assert!(!env.bash("cargo test", Err(&err)).denied(), "run {n}");
     }
 }
 
@@ -49,7 +46,7 @@ fn an_edit_in_between_keeps_the_call_allowed() {
     let env = Env::new();
     std::fs::write(env.project.join("lib.rs"), "a").unwrap();
     for n in 0..6 {
-        assert!(env.bash("cargo test", FAIL).is_silent_allow(), "run {n}");
+        assert!(!env.bash("cargo test", FAIL).denied(), "run {n}");
         assert_eq!(env.edit("lib.rs", &format!("fix {n}")).code, 0);
     }
 }
@@ -85,10 +82,11 @@ fn strict_mode_denies_the_fourth_call_whatever_happened() {
 }
 
 #[test]
-fn read_only_tools_are_exempt() {
-    let env = Env::new();
+fn read_only_tools_are_exempt_from_dedup() {
+    let env = Env::new()
+        .config("[detectors.gate]\nenabled = false\n[detectors.matrix]\nenabled = false\n");
     let input = json!({"file_path": "/p/a.rs"});
-    for _ in 0..6 {
+    for _ in 0..8 {
         let id = env.id();
         assert!(env.pre("Read", input.clone(), &id).is_silent_allow());
         env.post(
@@ -98,6 +96,7 @@ fn read_only_tools_are_exempt() {
             json!({"type": "text", "file": {"content": "same"}}),
         );
     }
+    assert!(env.events().is_empty());
 }
 
 #[test]
@@ -111,7 +110,11 @@ fn five_consecutive_failures_warn_the_model_and_the_human() {
         answers.push(env.fail("Bash", input, &id, "Exit code 127\nnot found"));
     }
     let warned: Vec<usize> = (0..10)
-        .filter(|&i| answers[i].context().is_some())
+        .filter(|&i| {
+            answers[i]
+                .context()
+                .is_some_and(|c| c.contains("in a row have failed"))
+        })
         .collect();
     assert_eq!(warned, vec![4, 9], "warn at the 5th and 10th failure only");
     let v = answers[4].json();
@@ -193,7 +196,11 @@ fn every_event_is_one_jsonl_line_with_its_evidence() {
     for _ in 0..4 {
         env.bash("cargo test", FAIL);
     }
-    let e = &env.events()[0];
+    let events = env.events();
+    let e = events
+        .iter()
+        .find(|e| e["detector"] == "dedup")
+        .expect("a dedup event");
     for key in [
         "ts",
         "session",
@@ -224,7 +231,7 @@ fn status_shows_counters_and_last_decisions() {
     assert_eq!(s["session"], "sess-1");
     assert_eq!(s["totals"]["denials"], 1);
     assert_eq!(s["agents"]["main"]["repeats"][0]["identical_in_a_row"], 3);
-    assert_eq!(s["recent"][0]["detector"], "dedup");
+    assert_eq!(s["recent"][0]["action"], "deny");
     let text = env.run(&["status"], b"");
     assert!(text.stdout.contains("denials 1"), "{}", text.stdout);
 }

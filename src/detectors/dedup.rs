@@ -6,7 +6,7 @@ use crate::clock::time_of_day;
 use crate::config::{Dedup, DedupMode};
 use crate::detectors::describe;
 use crate::outcome::Outcome;
-use crate::state::{AgentState, Run};
+use crate::state::Run;
 use crate::verdict::{Action, Severity, Verdict};
 
 pub const NAME: &str = "dedup";
@@ -15,9 +15,11 @@ pub fn exempt(cfg: &Dedup, tool: &str) -> bool {
     !cfg.enabled || cfg.exempt_tools.iter().any(|t| t == tool)
 }
 
-/// Judges a call about to run, before it is recorded.
-pub fn check(agent: &AgentState, key: &str, cfg: &Dedup) -> Option<Verdict> {
-    let run = agent.runs.get(key)?;
+/// Judges a call about to run, before it is counted.
+pub fn check(run: &Run, agent_epoch: u64, cfg: &Dedup) -> Option<Verdict> {
+    if run.total == 0 {
+        return None;
+    }
     let max = cfg.max_identical.max(1);
     let (repeats, verdict_text) = match cfg.mode {
         DedupMode::Strict if run.total >= max => (
@@ -31,7 +33,7 @@ pub fn check(agent: &AgentState, key: &str, cfg: &Dedup) -> Option<Verdict> {
                 max
             ),
         ),
-        DedupMode::Outcome if run.count >= max && run.epoch == agent.epoch => (
+        DedupMode::Outcome if run.count >= max && run.epoch == agent_epoch => (
             run.count,
             repeat_message(run),
         ),
@@ -75,6 +77,7 @@ pub fn record(run: &mut Run, outcome: &Outcome, call_epoch: u64, now_ms: u64) {
         && run.count > 0
         && run.outcome == outcome.digest
         && run.epoch == call_epoch;
+    run.failed = outcome.failed;
     if same {
         run.count += 1;
     } else {
@@ -91,6 +94,12 @@ mod tests {
     use crate::outcome::{of_failure, of_success};
     use serde_json::json;
 
+    use crate::state::AgentState;
+
+    fn check_k(a: &AgentState, cfg: &Dedup) -> Option<Verdict> {
+        check(a.runs.get("k")?, a.epoch, cfg)
+    }
+
     fn agent_with(n: u32, outcome: &Outcome, epoch: u64) -> AgentState {
         let mut a = AgentState::default();
         for i in 0..n {
@@ -105,8 +114,8 @@ mod tests {
     fn fourth_identical_call_with_same_result_is_denied() {
         let cfg = Dedup::default();
         let fail = of_failure("Exit code 1\nboom");
-        assert!(check(&agent_with(2, &fail, 0), "k", &cfg).is_none());
-        let v = check(&agent_with(3, &fail, 0), "k", &cfg).expect("deny");
+        assert!(check_k(&agent_with(2, &fail, 0), &cfg).is_none());
+        let v = check_k(&agent_with(3, &fail, 0), &cfg).expect("deny");
         assert_eq!(v.action, Action::Deny);
         assert!(
             v.reason
@@ -129,7 +138,7 @@ mod tests {
         assert_eq!(a.runs["k"].count, 1);
         let mut a = agent_with(3, &of_failure("x"), 0);
         a.epoch = 1; // a file changed since
-        assert!(check(&a, "k", &cfg).is_none());
+        assert!(check_k(&a, &cfg).is_none());
         record(a.runs.get_mut("k").unwrap(), &of_failure("x"), 1, 9);
         assert_eq!(a.runs["k"].count, 1);
     }
@@ -137,7 +146,7 @@ mod tests {
     #[test]
     fn trivial_results_never_repeat() {
         let empty = of_success("Bash", Some(&json!({"stdout": "", "stderr": ""})));
-        assert!(check(&agent_with(10, &empty, 0), "k", &Dedup::default()).is_none());
+        assert!(check_k(&agent_with(10, &empty, 0), &Dedup::default()).is_none());
     }
 
     #[test]
@@ -152,6 +161,6 @@ mod tests {
             r.total += 1;
             record(r, &of_failure(text), i as u64, 0);
         }
-        assert!(check(&a, "k", &cfg).is_some());
+        assert!(check_k(&a, &cfg).is_some());
     }
 }

@@ -2,7 +2,12 @@
 
 pub mod dedup;
 pub mod failures;
+pub mod gate;
+pub mod identical_failure;
+pub mod matrix;
+pub mod poll;
 pub mod progress;
+pub mod rate;
 
 use serde_json::Value;
 
