@@ -60,6 +60,18 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Feed Claude Code transcripts through the detectors offline (observe mode, in memory)
+    Replay {
+        /// Transcript files (.jsonl) or directories of them
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Machine-readable output
+        #[arg(long)]
+        json: bool,
+        /// List only would-be blocks (warnings still count in the summary)
+        #[arg(long)]
+        blocks_only: bool,
+    },
     /// Wire loopgate's hooks into a Claude Code settings file (used by install.sh)
     Setup {
         /// Settings file [default: ~/.claude/settings.json]

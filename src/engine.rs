@@ -220,6 +220,14 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
                 &ctx.config.failures,
             ));
         }
+        // Consecutiveness counts calls that learned nothing: a new result is progress.
+        if result
+            .digest
+            .as_ref()
+            .is_some_and(|d| !agent.seen_outcomes.contains(d))
+        {
+            agent.same_tool_run = 0;
+        }
         if !poll && !det.matrix.ignore_tools.iter().any(|t| t == tool) {
             verdicts.extend(matrix::on_outcome(
                 agent,

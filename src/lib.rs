@@ -18,6 +18,7 @@ pub mod outcome;
 pub mod payload;
 pub mod redact;
 pub mod render;
+pub mod replay;
 pub mod setup;
 pub mod state;
 pub mod store;
@@ -86,6 +87,22 @@ fn manual(cli: &Cli) -> anyhow::Result<()> {
             bin,
             uninstall,
         } => cmd::setup::run(settings.as_deref(), bin.as_deref(), cli.observe, *uninstall),
+        Command::Replay {
+            paths,
+            json,
+            blocks_only,
+        } => {
+            let loaded = config::load(&config::Sources {
+                flag_file: cli.config.as_deref(),
+                env_file: std::env::var_os("LOOPGATE_CONFIG").map(Into::into),
+                user_file: config::user_config_file(),
+                ..Default::default()
+            });
+            for p in &loaded.problems {
+                hook::say(p);
+            }
+            cmd::replay::run(paths, &loaded.config, *json, *blocks_only)
+        }
         _ => unreachable!("hook subcommands are handled before"),
     }
 }

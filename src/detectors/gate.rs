@@ -1,5 +1,6 @@
 //! The per-turn runtime gate (seed 004), in Claude Code terms. Three signals, escalating:
-//! - consecutiveness: the same tool N times in a row → an advisory hint, the call still runs;
+//! - consecutiveness: the same tool N times in a row with no new result among them → an advisory
+//!   hint, the call still runs (a run of calls that keep learning something is ordinary work);
 //! - call identity: the same call past a ceiling within the turn, whatever it returned → BLOCKED;
 //! - output identity: the same non-trivial successful output from the same call again → BLOCKED.
 //!

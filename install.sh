@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Build loopgate, install the binary, and wire its hooks into Claude Code's settings.
+# Run it again to update; run it with --uninstall to undo. See --help.
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+Usage: ./install.sh [--observe] [--uninstall] [--help]
+
+Builds loopgate (cargo build --release), copies the binary into a bin directory and adds
+loopgate's hooks to Claude Code's user settings, keeping every other setting and hook.
+The settings file's previous contents are saved beside it as <file>.loopgate-bak.
+Safe to run again: it updates the binary and the hook entries in place.
+
+Options:
+  --observe    Install the hooks in observe mode: loopgate logs what it would do but never
+               denies, blocks or injects anything
+  --uninstall  Remove loopgate's hook entries, then the installed binary
+               (loopgate's state and config are left in place)
+  -h, --help   Show this help
+
+Environment:
+  LOOPGATE_BIN_DIR  Where to put the binary. Default: ~/.local/bin if it is on PATH, else
+                    ${CARGO_HOME:-~/.cargo}/bin if that is on PATH, else ~/.local/bin
+  CLAUDE_SETTINGS   Settings file to edit. Default: ~/.claude/settings.json
+  CARGO_HOME, CARGO_TARGET_DIR  Honoured as cargo honours them
+EOF
+}
+
+die() {
+    printf 'install.sh: %s\n' "$*" >&2
+    exit 1
+}
+
+observe=0
+uninstall=0
+for arg in "$@"; do
+    case $arg in
+        --observe) observe=1 ;;
+        --uninstall) uninstall=1 ;;
+        -h | --help)
+            usage
+            exit 0
+            ;;
+        *)
+            printf "install.sh: unknown argument '%s'\n\n" "$arg" >&2
+            usage >&2
+            exit 2
+            ;;
+    esac
+done
+
+[ -n "${HOME:-}" ] || die "HOME is not set"
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+settings=${CLAUDE_SETTINGS:-$HOME/.claude/settings.json}
+
+# Whether a directory is on PATH (ignoring a trailing slash in either).
+on_path() {
+    local dir=${1%/} entry
+    local IFS=:
+    for entry in $PATH; do
+        [ "${entry%/}" = "$dir" ] && return 0
+    done
+    return 1
+}
+
+if [ -n "${LOOPGATE_BIN_DIR:-}" ]; then
+    bin_dir=$LOOPGATE_BIN_DIR
+elif on_path "$HOME/.local/bin"; then
+    bin_dir=$HOME/.local/bin
+elif on_path "$cargo_home/bin"; then
+    bin_dir=$cargo_home/bin
+else
+    bin_dir=$HOME/.local/bin
+fi
+case $bin_dir in
+    /*) ;;
+    *) bin_dir=$PWD/$bin_dir ;;
+esac
+bin_dir=${bin_dir%/}
+bin=$bin_dir/loopgate
+
+find_cargo() {
+    if command -v cargo >/dev/null 2>&1; then
+        cargo=cargo
+    elif [ -x "$cargo_home/bin/cargo" ]; then
+        cargo=$cargo_home/bin/cargo
+    else
+        die "cargo not found: install Rust from https://rustup.rs, then run this again"
+    fi
+}
+
+# Builds the release binary and sets $built to its path.
+build() {
+    find_cargo
+    printf 'Building loopgate (cargo build --release)...\n'
+    if [ -f "$repo/Cargo.lock" ]; then
+        (cd "$repo" && "$cargo" build --release --locked)
+    else
+        (cd "$repo" && "$cargo" build --release)
+    fi
+    local target_dir
+    target_dir=$(cd "$repo" && "$cargo" metadata --format-version 1 --no-deps 2>/dev/null |
+        sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p') || true
+    if [ -z "$target_dir" ]; then
+        target_dir=${CARGO_TARGET_DIR:-target}
+        case $target_dir in
+            /*) ;;
+            *) target_dir=$repo/$target_dir ;;
+        esac
+    fi
+    built=$target_dir/release/loopgate
+    [ -x "$built" ] || die "the build finished but $built is missing"
+}
+
+if [ "$uninstall" = 1 ]; then
+    # Any loopgate binary can remove the entries; prefer the installed one (no build needed).
+    if [ -x "$bin" ]; then
+        runner=$bin
+    elif command -v loopgate >/dev/null 2>&1; then
+        runner=$(command -v loopgate)
+    else
+        build
+        runner=$built
+    fi
+    summary=$("$runner" setup --uninstall --settings "$settings")
+    if [ -e "$bin" ]; then
+        rm -f "$bin"
+        removed="removed $bin"
+    else
+        removed="no binary at $bin"
+    fi
+    printf '\nloopgate uninstalled\n'
+    printf '  hooks:   %s\n' "$summary"
+    printf '  binary:  %s\n' "$removed"
+    printf "  kept:    loopgate's state and config (delete them by hand if you want them gone)\n"
+    if other=$(command -v loopgate 2>/dev/null); then
+        printf '  note:    another loopgate is still on PATH at %s\n' "$other"
+    fi
+    exit 0
+fi
+
+build
+
+mkdir -p "$bin_dir"
+if [ -f "$bin" ] && cmp -s "$built" "$bin"; then
+    binary_state="unchanged"
+else
+    tmp=$(mktemp "$bin_dir/.loopgate.XXXXXX")
+    trap 'rm -f "$tmp"' EXIT
+    cp "$built" "$tmp"
+    chmod 755 "$tmp"
+    mv -f "$tmp" "$bin"
+    trap - EXIT
+    binary_state="installed"
+fi
+
+setup_args=(setup --bin "$bin" --settings "$settings")
+[ "$observe" = 1 ] && setup_args+=(--observe)
+summary=$("$bin" "${setup_args[@]}")
+
+printf '\nloopgate installed\n'
+printf '  binary:  %s (%s)\n' "$bin" "$binary_state"
+printf '  hooks:   %s\n' "$summary"
+if [ "$observe" = 1 ]; then
+    printf '  mode:    observe (logs decisions, never blocks; run ./install.sh without --observe to enforce)\n'
+fi
+printf '  undo:    %s/install.sh --uninstall\n' "$repo"
+if ! on_path "$bin_dir"; then
+    printf '\n%s is not on your PATH. The hooks call the binary by its full path, but to run\n' "$bin_dir"
+    printf "loopgate yourself add this line to your shell's startup file:\n"
+    # shellcheck disable=SC2016 # printed for the user, not expanded here
+    printf '  export PATH="%s:$PATH"\n' "$bin_dir"
+fi
