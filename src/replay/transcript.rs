@@ -1165,7 +1165,6 @@ mod tests {
             [
                 "UserPromptSubmit",
                 "PreToolUse",
-                "PostToolUseFailure",
                 "UserPromptSubmit",
                 "PreToolUse"
             ]
