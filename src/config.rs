@@ -145,7 +145,7 @@ impl Default for Gate {
             enabled: true,
             consecutive_warn: 5,
             consecutive_exempt_tools: exempt,
-            identity_ceiling: 10,
+            identity_ceiling: 20,
             output_repeats: 2,
             read_only_output_repeats: 4,
             read_only_tools: read_only_tools(),

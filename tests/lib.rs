@@ -1,4 +1,5 @@
 mod common;
 mod protocol;
 mod robustness;
+mod scenario_runner;
 mod stop_gate;

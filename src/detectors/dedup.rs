@@ -5,7 +5,7 @@
 use crate::clock::time_of_day;
 use crate::config::{Dedup, DedupMode};
 use crate::detectors::describe;
-use crate::outcome::Outcome;
+use crate::outcome::{classify_error, ErrorClass, Outcome};
 use crate::state::Run;
 use crate::verdict::{Action, Severity, Verdict};
 
@@ -72,8 +72,13 @@ fn repeat_message(run: &Run) -> String {
 
 /// Folds a finished call's outcome into its identity's streak. `call_epoch` is the epoch the call
 /// started in: a change between two identical calls makes the second a new experiment.
+///
+/// Transient failures (a 503, a reset connection) are expected to change by themselves: they never
+/// count as the same result again here; the identical-failure breaker gives them their own budget.
 pub fn record(run: &mut Run, outcome: &Outcome, call_epoch: u64, now_ms: u64) {
+    let transient = outcome.failed && classify_error(&outcome.preview) == ErrorClass::Transient;
     let same = !outcome.is_trivial()
+        && !transient
         && run.count > 0
         && run.outcome == outcome.digest
         && run.epoch == call_epoch;

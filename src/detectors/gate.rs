@@ -128,10 +128,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn identity_ceiling_blocks_past_ten_then_stays_blocked() {
+    fn identity_ceiling_blocks_past_twenty_then_stays_blocked() {
         let cfg = Gate::default();
         let mut run = Run::default();
-        for _ in 0..10 {
+        for _ in 0..20 {
             assert!(on_call(&mut run, 0, 1, false, &cfg).is_none());
         }
         assert!(on_call(&mut run, 0, 1, false, &cfg).is_some());

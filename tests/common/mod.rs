@@ -210,6 +210,7 @@ impl Env {
         if pre.denied() {
             return pre;
         }
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, content).unwrap();
         self.post(
             "Edit",

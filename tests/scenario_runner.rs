@@ -1,0 +1,218 @@
+//! The data-driven scenario suite: every file in `tests/scenarios/` is a sequence of hook calls
+//! with the answer expected at each step, run against the built binary.
+//!
+//! A step is one of:
+//! - `{"call": TOOL, "input": {...}, "ok": OUTPUT | "error": TEXT, "expect": E, "post": P, "times": N}`:
+//!   PreToolUse, then (unless denied) PostToolUse with `ok` (a string is Bash stdout, an object is
+//!   the tool_response) or PostToolUseFailure with `error`. `expect` (Pre) is `allow` (not denied,
+//!   the default), `silent`, `deny` or `warn`; `post` is `any` (default), `silent` or `warn`.
+//!   `detector` names who must have decided a deny or warn. `times` repeats the step.
+//!   `input` strings may contain `{n}`, replaced by the repetition number.
+//! - `{"edit": FILE}`: a successful Edit that changes FILE in the project.
+//! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
+//! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
+//! - `{"prompt": ID}`: a new user prompt. `{"stop": true, "expect": "block" | "allow"}`: a Stop.
+//!
+//! Top level: `name`, `why`, optional `config` (TOML for `.claude/loopgate.toml`), `git` (make the
+//! project a repository), `env` (extra environment).
+
+use crate::common::{Env, Out};
+use serde_json::{json, Value};
+use std::path::Path;
+
+const START_MS: u64 = 1_790_000_000_000;
+
+struct Run {
+    env: Env,
+    clock: u64,
+    name: String,
+}
+
+impl Run {
+    fn tick(&mut self, secs: u64) {
+        self.clock += secs * 1000;
+        self.env.vars.retain(|(k, _)| k != "LOOPGATE_CLOCK_MS");
+        self.env
+            .vars
+            .push(("LOOPGATE_CLOCK_MS".into(), self.clock.to_string()));
+    }
+
+    fn step(&mut self, i: usize, step: &Value) -> Result<(), String> {
+        let times = step["times"].as_u64().unwrap_or(1);
+        for n in 0..times {
+            self.tick(step["every"].as_u64().unwrap_or(1));
+            let at = format!("{} step {} (repetition {})", self.name, i + 1, n + 1);
+            self.one(step, n, &at)?;
+        }
+        Ok(())
+    }
+
+    fn one(&mut self, step: &Value, n: u64, at: &str) -> Result<(), String> {
+        if let Some(secs) = step["advance"].as_u64() {
+            self.tick(secs);
+            return Ok(());
+        }
+        if let Some(id) = step["prompt"].as_str() {
+            self.env.new_prompt(id);
+            return Ok(());
+        }
+        if let Some(file) = step["edit"].as_str() {
+            let out = self
+                .env
+                .edit(file, &format!("content {} {n}\n", self.clock));
+            return check(&out, "allow", None, &self.env, at);
+        }
+        if let Some(file) = step["rejected_edit"].as_str() {
+            let out = self.env.rejected_edit(file, "text that is not there");
+            return check(
+                &out,
+                step["expect"].as_str().unwrap_or("any"),
+                step["detector"].as_str(),
+                &self.env,
+                at,
+            );
+        }
+        if step.get("stop").is_some() {
+            let out = self
+                .env
+                .stop(step["stop_hook_active"].as_bool().unwrap_or(false));
+            return match (
+                step["expect"].as_str().unwrap_or("allow"),
+                out.stop_blocked(),
+            ) {
+                ("block", true) | ("allow", false) => Ok(()),
+                (want, _) => Err(format!("{at}: Stop expected {want}, got {:?}", out.stdout)),
+            };
+        }
+        let tool = step["call"]
+            .as_str()
+            .ok_or(format!("{at}: unknown step {step}"))?;
+        let input = substitute(&step["input"], n);
+        let id = self.env.id();
+        let pre = self.env.pre(tool, input.clone(), &id);
+        check(
+            &pre,
+            step["expect"].as_str().unwrap_or("allow"),
+            step["detector"].as_str(),
+            &self.env,
+            &format!("{at} (pre)"),
+        )?;
+        if pre.denied() {
+            return Ok(());
+        }
+        let post = if let Some(err) = step.get("error") {
+            let err = substitute(err, n);
+            self.env.fail(tool, input, &id, err.as_str().unwrap_or(""))
+        } else {
+            let ok = substitute(&step["ok"], n);
+            let response = match (&ok, tool) {
+                (Value::String(s), "Bash") => {
+                    json!({"stdout": s, "stderr": "", "interrupted": false})
+                }
+                (Value::Null, "Bash") => json!({"stdout": "", "stderr": "", "interrupted": false}),
+                (other, _) => other.clone(),
+            };
+            self.env.post(tool, input, &id, response)
+        };
+        let want = step["post"].as_str().unwrap_or("any");
+        check(
+            &post,
+            want,
+            step["post_detector"].as_str(),
+            &self.env,
+            &format!("{at} (post)"),
+        )
+    }
+}
+
+fn substitute(v: &Value, n: u64) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.replace("{n}", &n.to_string())),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), substitute(v, n)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(|v| substitute(v, n)).collect()),
+        other => other.clone(),
+    }
+}
+
+fn check(out: &Out, want: &str, detector: Option<&str>, env: &Env, at: &str) -> Result<(), String> {
+    if out.code != 0 {
+        return Err(format!("{at}: exit {} {}", out.code, out.stderr));
+    }
+    let ok = match want {
+        "any" => true,
+        "allow" => !out.denied(),
+        "silent" => out.stdout.is_empty(),
+        "deny" => out.denied(),
+        "warn" => out.context().is_some() && !out.denied(),
+        "block" => !out.stdout.is_empty() && out.json()["decision"] == "block",
+        other => return Err(format!("{at}: unknown expectation {other}")),
+    };
+    if !ok {
+        return Err(format!("{at}: expected {want}, got {:?}", out.stdout));
+    }
+    if let (Some(d), "deny" | "warn" | "block") = (detector, want) {
+        let last = env.events().last().cloned().unwrap_or(Value::Null);
+        let decided: Vec<Value> = env
+            .events()
+            .into_iter()
+            .rev()
+            .take_while(|e| e["ts"] == last["ts"])
+            .collect();
+        if !decided.iter().any(|e| e["detector"] == d) {
+            return Err(format!(
+                "{at}: expected detector {d}, events were {decided:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn run_file(path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let s: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut env = Env::new();
+    if s["git"].as_bool() == Some(true) {
+        env = env.git();
+    }
+    if let Some(cfg) = s["config"].as_str() {
+        env = env.config(cfg);
+    }
+    for (k, v) in s["env"].as_object().into_iter().flatten() {
+        env = env.var(k, v.as_str().unwrap_or(""));
+    }
+    let mut run = Run {
+        env,
+        clock: START_MS,
+        name: s["name"].as_str().unwrap_or("?").to_string(),
+    };
+    run.tick(0);
+    run.env.new_prompt("scenario-prompt");
+    for (i, step) in s["steps"].as_array().ok_or("no steps")?.iter().enumerate() {
+        run.step(i, step)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn every_scenario_gets_the_expected_answer_at_every_step() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "only {} scenarios", files.len());
+    let failures: Vec<String> = files.iter().filter_map(|f| run_file(f).err()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+}
