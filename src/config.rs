@@ -39,6 +39,62 @@ pub struct Config {
     pub progress: Progress,
     pub log: Log,
     pub detectors: Detectors,
+    pub ladder: Ladder,
+    pub breaker: BreakerCfg,
+    pub guard: Guard,
+}
+
+/// The tamper guard. Only the user file, `--config` or the environment can turn it off: a
+/// `[guard]` table in the project file is ignored, since the agent can write that file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Guard {
+    pub enabled: bool,
+}
+
+impl Default for Guard {
+    fn default() -> Self {
+        Guard { enabled: true }
+    }
+}
+
+/// The escalation ladder: guidance, then denial, then the human.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Ladder {
+    pub enabled: bool,
+    /// Interventions in one turn after which the next loop goes to the human (stage 3).
+    pub escalate_after: u32,
+}
+
+impl Default for Ladder {
+    fn default() -> Self {
+        Ladder {
+            enabled: true,
+            escalate_after: 3,
+        }
+    }
+}
+
+/// Ralph's circuit breaker across turns.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct BreakerCfg {
+    pub enabled: bool,
+    pub half_open_after: u32,
+    pub open_after: u32,
+    pub cooldown_minutes: u64,
+}
+
+impl Default for BreakerCfg {
+    fn default() -> Self {
+        BreakerCfg {
+            enabled: true,
+            half_open_after: 2,
+            open_after: 3,
+            cooldown_minutes: 30,
+        }
+    }
 }
 
 /// The outcome-aware detectors, each under `[detectors.<name>]`.
@@ -50,6 +106,91 @@ pub struct Detectors {
     pub matrix: Matrix,
     pub poll: Poll,
     pub rate: Rate,
+    pub patterns: Patterns,
+    pub modification: Modification,
+    pub paralysis: Paralysis,
+    pub circular: Circular,
+}
+
+/// Pattern repetition and state cycles (seed 001).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Patterns {
+    pub enabled: bool,
+    pub min_period: usize,
+    pub max_period: usize,
+    /// Full cycles of the same calls with the same results before it counts.
+    pub min_cycles: usize,
+}
+
+impl Default for Patterns {
+    fn default() -> Self {
+        Patterns {
+            enabled: true,
+            min_period: 2,
+            max_period: 10,
+            min_cycles: 2,
+        }
+    }
+}
+
+/// Modification loops (seed 001): the same code edited again and again.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Modification {
+    pub enabled: bool,
+    /// Edits of the same code in one file within the window.
+    pub max_edits: u32,
+    pub window_minutes: u64,
+    /// The same Edit rejected this many times ("String to replace not found").
+    pub max_rejected: u32,
+}
+
+impl Default for Modification {
+    fn default() -> Self {
+        Modification {
+            enabled: true,
+            max_edits: 4,
+            window_minutes: 5,
+            max_rejected: 2,
+        }
+    }
+}
+
+/// Conversation loops (analysis paralysis, seed 001): the same read or search again with
+/// nothing changed in between.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Paralysis {
+    pub enabled: bool,
+    pub max_repeats: u32,
+}
+
+impl Default for Paralysis {
+    fn default() -> Self {
+        Paralysis {
+            enabled: true,
+            max_repeats: 3,
+        }
+    }
+}
+
+/// Circular dependencies (seed 001): imports among project files forming a cycle.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Circular {
+    pub enabled: bool,
+    /// Files read at most while following imports from the edited file.
+    pub max_files: usize,
+}
+
+impl Default for Circular {
+    fn default() -> Self {
+        Circular {
+            enabled: true,
+            max_files: 200,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -238,6 +379,9 @@ impl Default for Config {
             progress: Progress::default(),
             log: Log::default(),
             detectors: Detectors::default(),
+            ladder: Ladder::default(),
+            breaker: BreakerCfg::default(),
+            guard: Guard::default(),
         }
     }
 }
@@ -336,9 +480,18 @@ pub fn load(src: &Sources) -> Loaded {
             .collect(),
     };
     let mut merged = toml::Table::new();
+    let project_file = src.project_dir.map(project_config_file);
     for file in files {
         match read_table(&file) {
-            Ok(Some(t)) => deep_merge(&mut merged, t),
+            Ok(Some(mut t)) => {
+                if src.flag_file.is_none()
+                    && src.env_file.is_none()
+                    && project_file.as_ref() == Some(&file)
+                {
+                    t.remove("guard");
+                }
+                deep_merge(&mut merged, t)
+            }
             Ok(None) => {}
             Err(e) => problems.push(format!("ignoring config {}: {e}", file.display())),
         }
@@ -444,6 +597,22 @@ mod tests {
         };
         assert_eq!(load(&src).config.mode, Mode::Observe, "flag over env");
         assert_eq!(load(&Sources::default()).config.dedup.max_identical, 3);
+    }
+
+    #[test]
+    fn the_project_file_cannot_turn_the_guard_off() {
+        let d = tempfile::tempdir().unwrap();
+        let user = write(d.path(), "user.toml", "[dedup]\nmax_identical = 5\n");
+        let proj = d.path().join("proj");
+        write(&proj, ".claude/loopgate.toml", "[guard]\nenabled = false\n");
+        let src = Sources {
+            project_dir: Some(&proj),
+            user_file: Some(user.clone()),
+            ..Default::default()
+        };
+        assert!(load(&src).config.guard.enabled);
+        std::fs::write(&user, "[guard]\nenabled = false\n").unwrap();
+        assert!(!load(&src).config.guard.enabled, "the user may");
     }
 
     #[test]

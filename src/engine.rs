@@ -5,15 +5,15 @@
 use crate::canon::call_key;
 use crate::config::{Config, Mode};
 use crate::detectors::{
-    changed_files, dedup, describe, failures, gate, identical_failure, is_edit_tool, matrix, poll,
-    progress, rate,
+    breaker, changed_files, dedup, describe, failures, gate, guard, identical_failure,
+    is_edit_tool, matrix, poll, progress, rate,
 };
 use crate::git::Worktree;
 use crate::outcome;
 use crate::payload::{BatchCall, Event, Payload};
 use crate::redact;
 use crate::state::{Call, CallStatus, DecisionNote, SessionState, Turn, MAIN_AGENT};
-use crate::verdict::{strongest, Action, Verdict};
+use crate::verdict::{strongest, Action, Severity, Verdict};
 use serde_json::Value;
 use std::path::Path;
 
@@ -25,6 +25,8 @@ pub struct Ctx<'a> {
     /// `CLAUDE_CODE_SESSION_ATTENDED`, when Claude Code set it.
     pub attended: Option<bool>,
     pub worktree: &'a dyn Worktree,
+    /// loopgate's own state directory, which the agent must not touch.
+    pub state_dir: Option<&'a Path>,
 }
 
 impl Ctx<'_> {
@@ -41,7 +43,7 @@ impl Ctx<'_> {
 /// [`strongest`].
 pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) -> Vec<Verdict> {
     state.updated_ms = state.updated_ms.max(ctx.now_ms);
-    let verdicts = match event {
+    let mut verdicts = match event {
         Event::UserPromptSubmit => {
             start_turn(state, p.prompt_id.clone(), ctx, true);
             Vec::new()
@@ -68,11 +70,82 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
             Vec::new()
         }
     };
+    if matches!(
+        event,
+        Event::PreToolUse | Event::PostToolUse | Event::PostToolUseFailure | Event::PostToolBatch
+    ) {
+        ladder(state, p, event, &mut verdicts, ctx);
+    }
     if let Some(v) = strongest(&verdicts) {
         account(state, p, event, v, ctx);
     }
     verdicts
 }
+
+/// Stage 3 of the ladder: when a turn's interventions have not broken the loop, the next one goes
+/// to the human. Attended, a PreToolUse `ask` puts it in front of them; unattended, the looping
+/// call is denied and the turn's PostToolBatch ends the run (`decision: block` stops it at once,
+/// where `continue: false` would still let the tool run).
+fn ladder(
+    state: &mut SessionState,
+    p: &Payload,
+    event: Event,
+    verdicts: &mut Vec<Verdict>,
+    ctx: &Ctx,
+) {
+    let cfg = &ctx.config.ladder;
+    if !cfg.enabled || p.agent() != MAIN_AGENT {
+        return;
+    }
+    let unattended = ctx.attended == Some(false);
+    if let Some(reason) = state.turn.escalation.clone() {
+        let delivered = match (event, unattended) {
+            (Event::PreToolUse, false) => Some(Action::Ask),
+            (Event::PostToolBatch, true) => Some(Action::Halt),
+            _ => None,
+        };
+        if let Some(action) = delivered {
+            state.turn.escalation = None;
+            verdicts.push(Verdict::new(ESCALATION, action, Severity::Critical, reason));
+            return;
+        }
+    }
+    let Some(v) = strongest(verdicts) else {
+        return;
+    };
+    if !is_intervention(event, v) || state.turn.interventions < cfg.escalate_after.max(1) {
+        return;
+    }
+    let reason = format!(
+        "loopgate: {} interventions in this turn have not broken the loop, so it goes to the user now. Latest: {}",
+        state.turn.interventions,
+        v.reason.strip_prefix("loopgate: ").unwrap_or(&v.reason)
+    );
+    // Re-arm: the next escalation needs as many failed interventions again.
+    state.turn.interventions = 0;
+    state.turn.escalations += 1;
+    state.totals.escalations += 1;
+    let action = match (event, unattended) {
+        (Event::PreToolUse, false) => Action::Ask,
+        (Event::PostToolBatch, true) => Action::Halt,
+        (Event::PreToolUse, true) => {
+            state.turn.escalation = Some(reason.clone());
+            Action::Deny
+        }
+        _ => {
+            state.turn.escalation = Some(reason.clone());
+            Action::Warn
+        }
+    };
+    verdicts.push(
+        Verdict::new(ESCALATION, action, Severity::Critical, reason)
+            .with("stage", 3)
+            .with("attended", !unattended)
+            .with("escalated_from", v.detector),
+    );
+}
+
+pub const ESCALATION: &str = "escalation";
 
 /// Starts a new turn when the main agent's prompt changes (UserPromptSubmit, or a new `prompt_id`
 /// when that hook was not installed). Subagents share the prompt and never start turns.
@@ -86,11 +159,14 @@ fn follow_turn(state: &mut SessionState, p: &Payload, ctx: &Ctx, may_take_baseli
 }
 
 fn start_turn(state: &mut SessionState, prompt_id: Option<String>, ctx: &Ctx, take_baseline: bool) {
-    let baseline = if take_baseline && ctx.config.progress.enabled {
+    // The worktree scan is the costliest thing loopgate does: take the baseline only where the
+    // Stop gate can act on it.
+    let baseline = if take_baseline && progress::may_act(ctx.attended, &ctx.config.progress) {
         ctx.fingerprint()
     } else {
         None
     };
+    end_turn(state, baseline.as_deref(), ctx);
     state.turn = Turn {
         prompt_id,
         number: state.turn.number + 1,
@@ -108,11 +184,48 @@ fn start_turn(state: &mut SessionState, prompt_id: Option<String>, ctx: &Ctx, ta
     }
 }
 
+/// Judges the turn that just ended for the circuit breaker: progress when the Stop gate saw it or
+/// the worktree moved since its baseline; no progress when the Stop gate said so, or when the turn
+/// needed a denial or an escalation and nothing moved.
+fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) {
+    let t = &state.turn;
+    if t.number == 0 {
+        return;
+    }
+    let moved = matches!((t.baseline.as_deref(), now_fingerprint), (Some(a), Some(b)) if a != b);
+    let progress = t.progress == Some(true) || moved || t.changes > 0;
+    let no_progress = !progress && (t.progress == Some(false) || t.hard_interventions > 0);
+    if t.interventions + t.hard_interventions > 0 {
+        state.totals.turns_with_interventions += 1;
+        if progress {
+            state.totals.intervened_turns_with_progress += 1;
+        }
+    }
+    breaker::end_turn(
+        &mut state.breaker,
+        progress,
+        no_progress,
+        ctx.now_ms,
+        &ctx.config.breaker,
+    );
+}
+
 fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     let cfg = ctx.config;
     let det = &cfg.detectors;
     let tool = p.tool();
     let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
+    let session = state.session.clone();
+    let mut verdicts: Vec<Verdict> =
+        breaker::check(&mut state.breaker, &session, ctx.now_ms, &cfg.breaker)
+            .into_iter()
+            .collect();
+    verdicts.extend(guard::check(
+        tool,
+        input,
+        ctx.state_dir.and_then(Path::to_str),
+        &cfg.guard,
+    ));
     let key = call_key(tool, input);
     let target = redact::target(tool, input);
     let poll = det.poll.enabled && poll::is_poll(tool, input);
@@ -125,7 +238,6 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict
         agent.same_tool_run = 1;
     }
     let epoch = agent.epoch;
-    let mut verdicts = Vec::new();
     if det.matrix.enabled {
         verdicts.extend(matrix::check_blocked(agent));
     }
@@ -192,6 +304,7 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
     let changed = ok && changed_files(tool, response);
     let turn = state.turn.number;
     let mut verdicts = Vec::new();
+    let mut state_changes = false;
     {
         let (agent, key, epoch, target) = finish_call(state, p, tool, input, status, &result, ctx);
         if let Some(run) = agent.runs.get_mut(&key) {
@@ -239,12 +352,16 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
         }
         if changed {
             // A file changed: the next identical call is a new experiment for every count.
+            state_changes = true;
             agent.epoch += 1;
             matrix::reset_streaks(agent);
         }
     }
     if !ok {
         state.totals.failures += 1;
+    }
+    if state_changes {
+        state.turn.changes += 1;
     }
     if is_main && is_edit_tool(tool) {
         if ok {
@@ -412,17 +529,22 @@ fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     {
         return Vec::new();
     }
-    // Only look at the worktree when a verdict could follow: git status is the costliest thing a
-    // hook call does.
+    let t = &state.turn;
+    // A turn that changed files, or showed no sign of trying and failing, ends freely: only the
+    // others pay for a worktree scan, the costliest thing a hook call can do.
+    let trying = t.edit_failures > 0 || t.interventions > 0;
+    if !progress::may_act(ctx.attended, cfg) || t.baseline.is_none() || !trying || t.changes > 0 {
+        if t.changes > 0 {
+            state.turn.progress = Some(true);
+        }
+        return Vec::new();
+    }
     let quick = progress::StopInput {
         turn: &state.turn,
         stop_hook_active: p.stop_hook_active == Some(true),
         attended: ctx.attended,
-        now_fingerprint: Some(""),
+        now_fingerprint: None,
     };
-    if progress::judge(&quick, cfg) == progress::Judgement::NotApplicable {
-        return Vec::new();
-    }
     let now = ctx.fingerprint();
     let input = progress::StopInput {
         now_fingerprint: now.as_deref(),
@@ -430,6 +552,11 @@ fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     };
     let judgement = progress::judge(&input, cfg);
     let verdict = progress::check(&input, judgement, cfg);
+    match judgement {
+        progress::Judgement::Progress => state.turn.progress = Some(true),
+        progress::Judgement::NoProgress => state.turn.progress = Some(false),
+        _ => {}
+    }
     if verdict.is_some() && ctx.enforced() {
         state.turn.stop_blocks += 1;
     }
@@ -444,7 +571,12 @@ fn account(state: &mut SessionState, p: &Payload, event: Event, v: &Verdict, ctx
         _ => state.totals.denials += 1,
     }
     if p.agent() == MAIN_AGENT && is_intervention(event, v) {
-        state.turn.interventions += 1;
+        if v.detector == ESCALATION || v.action >= Action::Deny {
+            state.turn.hard_interventions += 1;
+        }
+        if v.detector != ESCALATION {
+            state.turn.interventions += 1;
+        }
     }
     state.note(DecisionNote {
         at_ms: ctx.now_ms,
@@ -467,6 +599,7 @@ fn is_intervention(event: Event, v: &Verdict) -> bool {
         return false;
     }
     v.action >= Action::Deny
+        || v.detector == ESCALATION
         || v.detector == matrix::NAME
         || v.evidence.get("signal").and_then(Value::as_str) == Some("BLOCK_OUTPUT")
 }

@@ -103,6 +103,7 @@ fn process(cli: &Cli, expected: &'static str, input: &[u8]) -> Result<Done> {
         project_dir: project_dir.as_deref(),
         attended,
         worktree: &Git,
+        state_dir: Some(store.dir()),
     };
     let verdicts = engine::handle(&mut state, &payload, event, &ctx);
     store.save(&lock, &state)?;

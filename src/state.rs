@@ -28,6 +28,35 @@ pub struct SessionState {
     pub agents: BTreeMap<String, AgentState>,
     pub totals: Totals,
     pub recent: VecDeque<DecisionNote>,
+    pub breaker: Breaker,
+}
+
+/// Ralph's circuit breaker across turns: CLOSED → HALF_OPEN → OPEN on turns without progress.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Breaker {
+    pub state: BreakerState,
+    pub no_progress_turns: u32,
+    pub opened_ms: u64,
+    pub history: VecDeque<Transition>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BreakerState {
+    #[default]
+    Closed,
+    HalfOpen,
+    Open,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Transition {
+    pub at_ms: u64,
+    pub from: String,
+    pub to: String,
+    pub reason: String,
 }
 
 /// The main agent's current turn: from a user prompt to the Stop that ends it.
@@ -42,9 +71,18 @@ pub struct Turn {
     pub edit_attempts: u32,
     pub edit_failures: u32,
     pub edits_ok: u32,
-    /// Denials and warnings loopgate gave during the turn.
+    /// Successful file changes seen through tool events (any agent).
+    pub changes: u32,
+    /// Denials and loop warnings loopgate gave during the turn.
     pub interventions: u32,
+    /// Denials and escalations (stages 2 and 3) during the turn.
+    pub hard_interventions: u32,
     pub stop_blocks: u32,
+    /// The Stop gate's judgement of this turn: `Some(true)` progress, `Some(false)` none.
+    pub progress: Option<bool>,
+    /// An escalation to the human waiting for the next answer that can carry it.
+    pub escalation: Option<String>,
+    pub escalations: u32,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -159,6 +197,10 @@ pub struct Totals {
     pub denials: u64,
     pub warnings: u64,
     pub blocks: u64,
+    pub escalations: u64,
+    /// Turns in which loopgate intervened, and how many of them still ended with progress.
+    pub turns_with_interventions: u64,
+    pub intervened_turns_with_progress: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -11,6 +11,7 @@
 //! - `{"edit": FILE}`: a successful Edit that changes FILE in the project.
 //! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
 //! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
+//! - `{"batch": true, "expect": E}`: the turn's PostToolBatch (`block` ends an unattended run).
 //! - `{"prompt": ID}`: a new user prompt. `{"stop": true, "expect": "block" | "allow"}`: a Stop.
 //!
 //! Top level: `name`, `why`, optional `config` (TOML for `.claude/loopgate.toml`), `git` (make the
@@ -67,6 +68,17 @@ impl Run {
             return check(
                 &out,
                 step["expect"].as_str().unwrap_or("any"),
+                step["detector"].as_str(),
+                &self.env,
+                at,
+            );
+        }
+        if step.get("batch").is_some() {
+            let p = self.env.base("PostToolBatch", json!({"tool_calls": []}));
+            let out = self.env.hook("post-tool-batch", &p);
+            return check(
+                &out,
+                step["expect"].as_str().unwrap_or("silent"),
                 step["detector"].as_str(),
                 &self.env,
                 at,
@@ -147,6 +159,10 @@ fn check(out: &Out, want: &str, detector: Option<&str>, env: &Env, at: &str) -> 
         "allow" => !out.denied(),
         "silent" => out.stdout.is_empty(),
         "deny" => out.denied(),
+        "ask" => {
+            !out.stdout.is_empty()
+                && out.json()["hookSpecificOutput"]["permissionDecision"] == "ask"
+        }
         "warn" => out.context().is_some() && !out.denied(),
         "block" => !out.stdout.is_empty() && out.json()["decision"] == "block",
         other => return Err(format!("{at}: unknown expectation {other}")),
@@ -154,7 +170,7 @@ fn check(out: &Out, want: &str, detector: Option<&str>, env: &Env, at: &str) -> 
     if !ok {
         return Err(format!("{at}: expected {want}, got {:?}", out.stdout));
     }
-    if let (Some(d), "deny" | "warn" | "block") = (detector, want) {
+    if let (Some(d), "deny" | "warn" | "block" | "ask") = (detector, want) {
         let last = env.events().last().cloned().unwrap_or(Value::Null);
         let decided: Vec<Value> = env
             .events()

@@ -62,6 +62,7 @@ pub fn summary(stem: &str, s: &SessionState) -> Value {
         "updated": rfc3339(s.updated_ms),
         "turn": s.turn,
         "totals": s.totals,
+        "breaker": s.breaker,
         "agents": agents,
         "recent": s.recent,
     })
@@ -82,6 +83,19 @@ fn print_session(s: &SessionState) {
         s.turn.interventions,
         s.turn.stop_blocks
     );
+    println!(
+        "  circuit breaker {:?}, {} turns in a row without progress",
+        s.breaker.state, s.breaker.no_progress_turns
+    );
+    for t in &s.breaker.history {
+        println!(
+            "    {} {} -> {}: {}",
+            rfc3339(t.at_ms),
+            t.from,
+            t.to,
+            t.reason
+        );
+    }
     for (name, a) in &s.agents {
         let worst = a.runs.values().max_by_key(|r| r.count);
         let repeat = worst

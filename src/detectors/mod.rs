@@ -1,8 +1,10 @@
 //! Detectors read the session state and return verdicts; none of them renders hook JSON.
 
+pub mod breaker;
 pub mod dedup;
 pub mod failures;
 pub mod gate;
+pub mod guard;
 pub mod identical_failure;
 pub mod matrix;
 pub mod poll;

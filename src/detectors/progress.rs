@@ -30,20 +30,27 @@ pub struct StopInput<'a> {
     pub now_fingerprint: Option<&'a str>,
 }
 
+/// Whether the gate acts in this session at all (enabled, and attended only when configured).
+pub fn may_act(attended: Option<bool>, cfg: &Progress) -> bool {
+    cfg.enabled
+        && match cfg.when {
+            When::Always => true,
+            When::Unattended => attended == Some(false),
+        }
+}
+
 pub fn judge(input: &StopInput, cfg: &Progress) -> Judgement {
-    let acts_here = match cfg.when {
-        When::Always => true,
-        When::Unattended => input.attended == Some(false),
-    };
-    if !cfg.enabled || !acts_here {
+    if !may_act(input.attended, cfg) {
         return Judgement::NotApplicable;
     }
+    let t = input.turn;
+    let trying = t.edit_failures > 0 || t.interventions > 0;
     let (Some(now), Some(base)) = (input.now_fingerprint, input.turn.baseline.as_deref()) else {
         return Judgement::NotApplicable;
     };
     if now != base {
         Judgement::Progress
-    } else if input.turn.edit_failures > 0 || input.turn.interventions > 0 {
+    } else if trying {
         Judgement::NoProgress
     } else {
         Judgement::QuietTurn

@@ -68,6 +68,7 @@ pub fn replay_text(text: &str, name: &str, config: &Config) -> SessionReport {
             project_dir: None,
             attended: Some(false),
             worktree: &NoGit,
+            state_dir: None,
         };
         let state = states
             .entry(payload.session_id.clone())
