@@ -6,7 +6,7 @@ use crate::canon::call_key;
 use crate::config::{Config, Mode};
 use crate::detectors::{
     breaker, changed_files, dedup, describe, failures, gate, guard, identical_failure,
-    is_edit_tool, matrix, poll, progress, rate,
+    is_edit_tool, matrix, modification, paralysis, patterns, poll, progress, rate,
 };
 use crate::git::Worktree;
 use crate::outcome;
@@ -250,6 +250,17 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict
         ));
     }
     verdicts.extend(gate::consecutive(agent, tool, &det.gate));
+    verdicts.extend(patterns::check(agent, &key));
+    if matches!(tool, "Edit" | "MultiEdit") {
+        let path = input.get("file_path").and_then(Value::as_str).unwrap_or("");
+        verdicts.extend(modification::check(
+            agent,
+            path,
+            input,
+            ctx.now_ms,
+            &det.modification,
+        ));
+    }
     let run = agent.run_mut(&key, tool, &target, ctx.now_ms);
     verdicts.extend(gate::blocked(run, epoch, turn, &det.gate));
     if poll {
@@ -307,8 +318,27 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
     let mut state_changes = false;
     {
         let (agent, key, epoch, target) = finish_call(state, p, tool, input, status, &result, ctx);
+        let read_only = det.gate.read_only_tools.iter().any(|t| t == tool);
         if let Some(run) = agent.runs.get_mut(&key) {
             verdicts.extend(gate::on_output(run, tool, turn, poll, &det.gate));
+            verdicts.extend(paralysis::on_outcome(run, read_only, &det.paralysis));
+        }
+        if matches!(tool, "Edit" | "MultiEdit")
+            && !interrupted
+            && (ok || modification::is_miss(error))
+        {
+            let path = input.get("file_path").and_then(Value::as_str).unwrap_or("");
+            verdicts.extend(modification::record(
+                agent,
+                path,
+                input,
+                ok,
+                ctx.now_ms,
+                &det.modification,
+            ));
+        }
+        if !poll {
+            verdicts.extend(patterns::on_outcome(agent, &det.patterns));
         }
         if ok {
             failures::on_success(agent);
@@ -479,6 +509,22 @@ fn post_tool_batch(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verd
             ctx.now_ms,
             &det.matrix,
         ));
+        if matches!(bc.tool_name.as_str(), "Edit" | "MultiEdit") && modification::is_miss(&text) {
+            let path = bc
+                .tool_input
+                .get("file_path")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            verdicts.extend(modification::record(
+                agent,
+                path,
+                &bc.tool_input,
+                false,
+                ctx.now_ms,
+                &det.modification,
+            ));
+        }
+        verdicts.extend(patterns::on_outcome(agent, &det.patterns));
         let what = format!(
             "{} (rejected: {})",
             describe(&bc.tool_name, &target),
@@ -601,6 +647,7 @@ fn is_intervention(event: Event, v: &Verdict) -> bool {
     v.action >= Action::Deny
         || v.detector == ESCALATION
         || v.detector == matrix::NAME
+        || v.detector == modification::NAME
         || v.evidence.get("signal").and_then(Value::as_str) == Some("BLOCK_OUTPUT")
 }
 

@@ -110,6 +110,28 @@ pub struct AgentState {
     pub stuck: u32,
     /// A sticky block: every call is denied until the next prompt or `loopgate reset`.
     pub blocked: Option<StickyBlock>,
+    /// Recent edits, for modification loops.
+    pub edits: VecDeque<EditRec>,
+    /// A repeating pattern seen twice already: its next call is denied (stage 2).
+    pub pattern_next: Option<PatternMark>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EditRec {
+    pub path: String,
+    /// Hashes of the meaningful lines the edit touched (never the code itself).
+    pub lines: Vec<u32>,
+    pub at_ms: u64,
+    pub ok: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PatternMark {
+    pub key: String,
+    pub reason: String,
+    pub epoch: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -1,4 +1,5 @@
 mod common;
+mod faults;
 mod protocol;
 mod robustness;
 mod scenario_runner;

@@ -84,7 +84,7 @@ fn strict_mode_denies_the_fourth_call_whatever_happened() {
 #[test]
 fn read_only_tools_are_exempt_from_dedup() {
     let env = Env::new()
-        .config("[detectors.gate]\nenabled = false\n[detectors.matrix]\nenabled = false\n");
+        .config("[detectors.gate]\nenabled = false\n[detectors.matrix]\nenabled = false\n[detectors.patterns]\nenabled = false\n[detectors.paralysis]\nenabled = false\n");
     let input = json!({"file_path": "/p/a.rs"});
     for _ in 0..8 {
         let id = env.id();
