@@ -1,4 +1,5 @@
 mod common;
+mod e2e;
 mod faults;
 mod protocol;
 mod robustness;

@@ -1,0 +1,122 @@
+//! Finding, or installing once, the pinned Claude Code CLI, and the skip policy around it.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Once, OnceLock};
+
+/// The version whose behaviour `hooks-observed.md` records; the scripts depend on it.
+pub const VERSION: &str = "2.1.330";
+const PACKAGE: &str = "@anthropic-ai/claude-code";
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn cache_dir() -> PathBuf {
+    repo_root().join("target").join("e2e-cache")
+}
+
+fn install_command() -> String {
+    format!("npm install --prefix target/e2e-cache {PACKAGE}@{VERSION}")
+}
+
+/// The CLI to run, or `None` when this test should be skipped. Outside CI a missing CLI is a
+/// skip with a message; in CI (`CI` set) it fails the test, so the suite cannot pass vacuously.
+pub fn require() -> Option<PathBuf> {
+    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match FOUND.get_or_init(locate_or_install) {
+        Ok(path) => Some(path.clone()),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("e2e: Claude Code CLI unavailable in CI: {why}")
+        }
+        Err(why) => {
+            announce_skip(why);
+            None
+        }
+    }
+}
+
+/// Once per process, straight to the real stderr: libtest captures `eprintln!` of passing
+/// tests, and a skip nobody sees is how a suite silently stops testing anything.
+fn announce_skip(why: &str) {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIP e2e: Claude Code CLI {VERSION} unavailable ({why}). \
+             Install it with `{}` from the repo root (or set CI to make this a failure).",
+            install_command()
+        );
+    });
+}
+
+fn locate_or_install() -> Result<PathBuf, String> {
+    let cache = cache_dir();
+    fs::create_dir_all(&cache).map_err(|e| format!("create {}: {e}", cache.display()))?;
+    // Another test process (a second `cargo test`) may be installing into the same folder;
+    // the OnceLock covers threads of this one.
+    let lock = File::create(cache.join(".install.lock")).map_err(|e| e.to_string())?;
+    lock.lock().map_err(|e| format!("lock install: {e}"))?;
+    if let Some(found) = find_working(&cache) {
+        return Ok(found);
+    }
+    npm_install(&cache)?;
+    find_working(&cache).ok_or_else(|| {
+        format!(
+            "`{}` ran but no working claude {VERSION} was found",
+            install_command()
+        )
+    })
+}
+
+fn npm_install(cache: &Path) -> Result<(), String> {
+    eprintln!(
+        "e2e: installing {PACKAGE}@{VERSION} into {}",
+        cache.display()
+    );
+    let out = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(cache)
+        .arg(format!("{PACKAGE}@{VERSION}"))
+        .output()
+        .map_err(|e| format!("cannot run npm: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "npm install failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The npm wrapper's `bin/claude.exe` is replaced by the native binary in a postinstall step;
+/// where install scripts are disabled it stays a placeholder, so the platform package's
+/// binary is tried too.
+fn find_working(cache: &Path) -> Option<PathBuf> {
+    let modules = cache.join("node_modules");
+    let mut candidates = vec![modules.join(".bin").join("claude")];
+    if let Ok(entries) = fs::read_dir(modules.join("@anthropic-ai")) {
+        let mut platform: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path().join("claude"))
+            .filter(|p| p.is_file())
+            .collect();
+        platform.sort();
+        candidates.extend(platform);
+    }
+    candidates.into_iter().find(|c| reports_version(c))
+}
+
+fn reports_version(bin: &Path) -> bool {
+    Command::new(bin)
+        .arg("--version")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .output()
+        .is_ok_and(|o| {
+            o.status.success() && String::from_utf8_lossy(&o.stdout).starts_with(VERSION)
+        })
+}

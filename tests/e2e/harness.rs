@@ -1,0 +1,422 @@
+//! One scenario = a temp HOME, a temp git project, loopgate installed into them, and one bounded
+//! `claude -p` run against the fake API. Everything a run leaves behind is gathered into a
+//! [`Run`] and copied to `target/e2e-out/<scenario>/` for post-mortems.
+
+use super::claude_cli;
+use super::fake_api::{FakeApi, Script};
+use super::run::Run;
+use serde_json::{json, Value};
+use std::fs::{self, File};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+/// A run normally takes 1–3 s; a minute means something hangs (usually a hook waiting on stdin
+/// or the fake API not answering), and the child is killed so the suite still finishes.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Hook events loopgate handles, with its subcommand for each.
+pub const HOOKS: [(&str, &str); 7] = [
+    ("PreToolUse", "pre-tool-use"),
+    ("PostToolUse", "post-tool-use"),
+    ("PostToolUseFailure", "post-tool-use-failure"),
+    ("PostToolBatch", "post-tool-batch"),
+    ("Stop", "stop"),
+    ("SubagentStop", "subagent-stop"),
+    ("UserPromptSubmit", "user-prompt-submit"),
+];
+
+/// How loopgate gets into Claude Code.
+#[derive(Clone, Copy, Debug)]
+pub enum Install {
+    /// `./install.sh`: `~/.local/bin/loopgate` plus entries in `~/.claude/settings.json`.
+    Script,
+    /// `./install.sh --observe`: the same, with hooks that only log.
+    ScriptObserve,
+    /// `claude --plugin-dir <repo>`.
+    Plugin,
+}
+
+pub struct Scenario {
+    pub name: String,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    pub state_dir: PathBuf,
+    tmp_dir: PathBuf,
+    claude: PathBuf,
+    args: Vec<String>,
+    /// Kept last so the directories outlive everything that points into them.
+    root: TempDir,
+}
+
+impl Scenario {
+    /// `None` when the CLI is unavailable and the test should be skipped (see
+    /// [`claude_cli::require`]).
+    pub fn new(name: &str) -> Option<Scenario> {
+        let claude = claude_cli::require()?;
+        let root = tempfile::Builder::new()
+            .prefix(&format!("lg-e2e-{name}-"))
+            .tempdir()
+            .expect("scenario temp dir");
+        let sub = |d: &str| {
+            let p = root.path().join(d);
+            fs::create_dir_all(&p).unwrap();
+            p
+        };
+        let scenario = Scenario {
+            name: name.to_string(),
+            home: sub("home"),
+            project: sub("proj"),
+            state_dir: sub("state"),
+            tmp_dir: sub("tmp"),
+            claude,
+            args: Vec::new(),
+            root,
+        };
+        scenario.init_project();
+        Some(scenario)
+    }
+
+    /// Absolute path of a project file, as the model would write it in a tool call.
+    pub fn path(&self, rel: &str) -> String {
+        self.project.join(rel).display().to_string()
+    }
+
+    /// A small committed project: a README to (fail to) edit and a test script that fails.
+    fn init_project(&self) {
+        fs::write(
+            self.project.join("README.md"),
+            "# demo\n\nA tiny project.\n",
+        )
+        .unwrap();
+        fs::write(
+            self.project.join("run_tests.sh"),
+            "#!/bin/sh\necho 'test_parse ... FAILED'\necho '1 failed, 3 passed' >&2\nexit 1\n",
+        )
+        .unwrap();
+        self.git(&["init", "-q"]);
+        self.git(&["add", "."]);
+        self.git(&["commit", "-q", "-m", "initial"]);
+    }
+
+    /// Writes a file under the project (creating directories).
+    pub fn write_file(&self, rel: &str, content: &str) {
+        let path = self.project.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, content).unwrap();
+    }
+
+    /// A separate, committed git repository at `rel` inside the project.
+    pub fn nested_repo(&self, rel: &str) {
+        self.write_file(&format!("{rel}/notes.txt"), "nested repository\n");
+        let dir = self.project.join(rel);
+        for args in [
+            &["init", "-q"][..],
+            &["add", "."],
+            &["commit", "-q", "-m", "nested"],
+        ] {
+            self.git_in(&dir, args);
+        }
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        self.git_in(&self.project, args)
+    }
+
+    fn git_in(&self, dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=e2e",
+                "-c",
+                "user.email=e2e@example.invalid",
+            ])
+            .args([
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Installs loopgate by one of the routes a user has.
+    pub fn install(&mut self, route: Install) {
+        match route {
+            Install::Script => self.install_with_script(&[]),
+            Install::ScriptObserve => self.install_with_script(&["--observe"]),
+            Install::Plugin => self.install_as_plugin(),
+        }
+    }
+
+    /// The settings route: the repo's `install.sh` with this HOME, which builds the release
+    /// binary, copies it to `~/.local/bin` and merges hooks into `~/.claude/settings.json`.
+    fn install_with_script(&self, args: &[&str]) {
+        let root = claude_cli::repo_root();
+        let bin_dir = self.home.join(".local").join("bin");
+        let out = Command::new(root.join("install.sh"))
+            .args(args)
+            .current_dir(&root)
+            // Only what a user's shell would have. `~/.local/bin` is on PATH as on most desktops;
+            // without it install.sh would pick `$CARGO_HOME/bin` and write outside the temp HOME.
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", prepend_path(&bin_dir))
+            .envs(toolchain_env())
+            .output()
+            .expect("run install.sh");
+        assert!(
+            out.status.success(),
+            "install.sh failed ({}):\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bin = bin_dir.join("loopgate");
+        assert!(
+            bin.is_file(),
+            "install.sh did not install {}",
+            bin.display()
+        );
+        let settings = self.read_settings();
+        for (event, sub) in HOOKS {
+            let command = settings["hooks"][event][0]["hooks"][0]["command"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                command.contains(&*bin.to_string_lossy()) && command.ends_with(sub),
+                "install.sh did not register `{} {sub}` for {event}: {settings:#}",
+                bin.display()
+            );
+        }
+    }
+
+    /// The plugin route: `claude --plugin-dir <repo root>`, whose hooks run
+    /// `hooks/loopgate-hook`, which runs the binary `cargo build --release` leaves in the repo.
+    fn install_as_plugin(&mut self) {
+        let root = claude_cli::repo_root();
+        assert!(
+            root.join(".claude-plugin/plugin.json").is_file()
+                && root.join("hooks/hooks.json").is_file(),
+            "plugin manifest or hooks/hooks.json missing at the repo root"
+        );
+        build_release_once();
+        // hooks/loopgate-hook falls back to any `loopgate` on PATH; the test must not quietly
+        // exercise some other installed copy.
+        let built = root.join("target").join("release").join("loopgate");
+        assert!(
+            built.is_file(),
+            "{} missing (CARGO_TARGET_DIR elsewhere?): the plugin would not run this build",
+            built.display()
+        );
+        self.args.push("--plugin-dir".into());
+        self.args.push(root.display().to_string());
+    }
+
+    /// Registers `<bin> <subcommand>` for every loopgate event in `~/.claude/settings.json`,
+    /// bypassing install.sh. Used to check the harness itself and to inject broken hooks.
+    pub fn register_hooks(&self, command_for: impl Fn(&str, &str) -> String) {
+        let mut hooks = serde_json::Map::new();
+        for (event, sub) in HOOKS {
+            let entry = json!({"type": "command", "command": command_for(event, sub)});
+            let group = if event.contains("ToolUse") || event == "PostToolBatch" {
+                json!({"matcher": "*", "hooks": [entry]})
+            } else {
+                json!({"hooks": [entry]})
+            };
+            hooks.insert(event.into(), json!([group]));
+        }
+        self.write_settings(&json!({ "hooks": hooks }));
+    }
+
+    fn settings_path(&self) -> PathBuf {
+        self.home.join(".claude").join("settings.json")
+    }
+
+    fn write_settings(&self, settings: &Value) {
+        let path = self.settings_path();
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, serde_json::to_string_pretty(settings).unwrap()).unwrap();
+    }
+
+    pub fn read_settings(&self) -> Value {
+        let text = fs::read_to_string(self.settings_path()).unwrap_or_default();
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+
+    /// Runs `claude -p <prompt>` against a fresh fake API playing `script`.
+    pub fn run(&self, prompt: &str, script: Script) -> Run {
+        let api = FakeApi::start(script);
+        let out_dir = self.root.path().join("out");
+        fs::create_dir_all(&out_dir).unwrap();
+        let started = Instant::now();
+        let mut child = self.spawn_claude(prompt, &api, &out_dir);
+        let (status, timed_out) = wait_bounded(&mut child, RUN_TIMEOUT);
+        kill_group(&child);
+        let run = Run::collect(self, &api, &out_dir, status, timed_out, started.elapsed());
+        run.save(&out_dir);
+        let _ = fs::copy(self.settings_path(), out_dir.join("settings.json"));
+        self.publish_artifacts(&out_dir);
+        run
+    }
+
+    /// Copies the run's files to `target/e2e-out/<scenario>/`, which outlives the temp dirs. The
+    /// run itself writes only inside its temp dir: two `cargo test` processes running the same
+    /// scenario at once must not clobber each other's live output.
+    fn publish_artifacts(&self, out_dir: &Path) {
+        let dest = claude_cli::repo_root()
+            .join("target")
+            .join("e2e-out")
+            .join(&self.name);
+        let _ = fs::remove_dir_all(&dest);
+        if fs::create_dir_all(&dest).is_err() {
+            return;
+        }
+        for entry in fs::read_dir(out_dir).into_iter().flatten().flatten() {
+            let _ = fs::copy(entry.path(), dest.join(entry.file_name()));
+        }
+    }
+
+    fn spawn_claude(&self, prompt: &str, api: &FakeApi, out_dir: &Path) -> Child {
+        let stdout = File::create(out_dir.join("stdout.jsonl")).unwrap();
+        let stderr = File::create(out_dir.join("stderr.txt")).unwrap();
+        let mut cmd = Command::new(&self.claude);
+        cmd.args(["-p", prompt, "--output-format", "stream-json", "--verbose"])
+            .arg("--dangerously-skip-permissions")
+            .args(&self.args)
+            .current_dir(&self.project)
+            // A clean environment: the developer's own Claude Code session (CLAUDECODE,
+            // CLAUDE_PROJECT_DIR…), LOOPGATE_* or XDG settings must not leak into the run.
+            .env_clear()
+            .envs(self.base_env(api))
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            // Its own process group, so a timeout also kills hooks and tool commands.
+            .process_group(0);
+        cmd.spawn().expect("spawn claude")
+    }
+
+    fn base_env(&self, api: &FakeApi) -> Vec<(String, String)> {
+        let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+        let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
+        let s = |p: &Path| p.display().to_string();
+        [
+            ("PATH", path),
+            ("SHELL", shell),
+            ("HOME", s(&self.home)),
+            ("TMPDIR", s(&self.tmp_dir)),
+            ("LANG", "C.UTF-8".into()),
+            ("ANTHROPIC_API_KEY", "sk-ant-test".into()),
+            ("ANTHROPIC_BASE_URL", api.base_url()),
+            // --dangerously-skip-permissions refuses to run as root unless this is exactly 1.
+            ("IS_SANDBOX", "1".into()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+            ("DISABLE_TELEMETRY", "1".into()),
+            ("DISABLE_AUTOUPDATER", "1".into()),
+            ("LOOPGATE_STATE_DIR", s(&self.state_dir)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    /// `loopgate --state-dir <this scenario's state> <args>` with the debug binary.
+    pub fn loopgate(&self, args: &[&str]) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_loopgate"))
+            .arg("--state-dir")
+            .arg(&self.state_dir)
+            .args(args)
+            .env_clear()
+            .env("HOME", &self.home)
+            .current_dir(&self.project)
+            .output()
+            .expect("run loopgate")
+    }
+
+    pub fn tmp_dir(&self) -> &Path {
+        &self.tmp_dir
+    }
+}
+
+/// What a plugin user does once after cloning: `cargo build --release`. Done once per test
+/// process; cargo's own lock serialises it with install.sh builds.
+fn build_release_once() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--release", "--locked", "--quiet"])
+            .current_dir(claude_cli::repo_root())
+            .status()
+            .expect("run cargo build --release");
+        assert!(status.success(), "cargo build --release failed");
+    });
+}
+
+/// install.sh runs cargo with the temp HOME; cargo and rustup must still find the real
+/// toolchain and registry cache (and the same toolchain and target dir as this test run) rather
+/// than start from nothing in the empty HOME.
+fn toolchain_env() -> Vec<(String, PathBuf)> {
+    let real_home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let mut env = vec![
+        ("CARGO_HOME", real_home.join(".cargo")),
+        ("RUSTUP_HOME", real_home.join(".rustup")),
+    ];
+    for (key, value) in &mut env {
+        if let Some(set) = std::env::var_os(key) {
+            *value = PathBuf::from(set);
+        }
+    }
+    let passed = ["RUSTUP_TOOLCHAIN", "CARGO_TARGET_DIR"]
+        .into_iter()
+        .filter_map(|k| std::env::var_os(k).map(|v| (k, PathBuf::from(v))));
+    env.into_iter()
+        .chain(passed)
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
+fn prepend_path(dir: &Path) -> String {
+    let rest = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    format!("{}:{rest}", dir.display())
+}
+
+fn wait_bounded(child: &mut Child, limit: Duration) -> (Option<ExitStatus>, bool) {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return (Some(status), false);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            return (child.wait().ok(), true);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Kills whatever is left in the run's process group (a background subagent's shell, a hook
+/// still running); the group id is the claude child's pid, set at spawn.
+fn kill_group(child: &Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stderr(Stdio::null())
+        .status();
+}

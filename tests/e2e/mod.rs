@@ -1,0 +1,29 @@
+//! End-to-end suite: the real Claude Code CLI (pinned, installed into `target/e2e-cache`) runs
+//! against a scripted fake Anthropic API with loopgate installed as a user would install it,
+//! and each scenario asserts on what the model was sent back.
+//!
+//! Run with `cargo test --test integration e2e -- --nocapture`. The first run installs the CLI
+//! (`npm install --prefix target/e2e-cache @anthropic-ai/claude-code@2.1.330`) and builds the
+//! release binary (install.sh and the plugin both use it); later runs take seconds. Without the
+//! CLI and outside CI the scenarios print a skip message and pass; with `CI` set they fail.
+//!
+//! Each scenario gets its own temp HOME, git project, state dir and fake-API port, so libtest
+//! runs them in parallel. Every run's request log, stream-json output, transcript, settings and
+//! `events.jsonl` are kept in `target/e2e-out/<scenario>/`, and a failing assertion prints a
+//! summary of what the model was sent.
+//!
+//! - `fake_api` / `http`: the scripted Messages API (SSE streaming, request recording).
+//! - `harness` / `run`: temp dirs, install routes, the bounded `claude -p` run, its results.
+//! - `expect`: assertions phrased as what the model saw.
+//! - `smoke`: the harness against the real CLI with a recorder hook, no loopgate involved.
+//! - `loops`, `stop_gate`: the scenarios of issue 4.
+
+mod claude_cli;
+mod expect;
+mod fake_api;
+mod harness;
+mod http;
+mod loops;
+mod run;
+mod smoke;
+mod stop_gate;

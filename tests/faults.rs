@@ -1,0 +1,749 @@
+//! The failure policy under real faults (README, "Failure policy"): writers killed mid-update,
+//! corrupt state, a held lock, a read-only or full disk, a clock that goes backwards. In every case
+//! what a user would notice: the hook exits 0, or exits 1 (non-blocking) with exactly one
+//! `loopgate: ` line on stderr; never 2; and what is on disk stays whole and parseable.
+
+use crate::common::{Env, Out, BIN};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A tiny xorshift64* generator: reproducible fault timings without another crate.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// The hook command exactly as `Env::command` builds it, as a std `Command` so a test can spawn
+/// it, kill it, or run it under a wrapper (`program` first, the loopgate binary among `args`).
+fn std_command(env: &Env, program: &str, args: &[&str]) -> Command {
+    let home = env.state.parent().unwrap();
+    let mut c = Command::new(program);
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("xdg"))
+        .env("LOOPGATE_STATE_DIR", &env.state)
+        .env("CLAUDE_PROJECT_DIR", &env.project)
+        .current_dir(&env.project)
+        .args(args);
+    for (k, v) in &env.vars {
+        c.env(k, v);
+    }
+    c
+}
+
+fn spawn_hook(env: &Env, sub: &str, payload: &Value) -> Child {
+    let mut child = std_command(env, BIN, &[sub])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn loopgate");
+    // A child killed before it reads its stdin makes this write fail: that is the fault we want.
+    let _ = child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes());
+    child
+}
+
+fn out_of(o: std::process::Output) -> Out {
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// The README's promise for every failure: exit 1, nothing on stdout, exactly one stderr line.
+fn assert_fails_open(out: &Out, what: &str) {
+    assert_eq!(
+        out.code, 1,
+        "{what}: exit 1 (non-blocking); stdout {:?} stderr {:?}",
+        out.stdout, out.stderr
+    );
+    assert!(out.stdout.is_empty(), "{what}: no answer: {:?}", out.stdout);
+    assert_eq!(
+        out.stderr.lines().count(),
+        1,
+        "{what}: exactly one stderr line: {:?}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.starts_with("loopgate: ") && out.stderr.ends_with('\n'),
+        "{what}: {:?}",
+        out.stderr
+    );
+}
+
+fn sessions_dir(env: &Env) -> PathBuf {
+    env.state.join("sessions")
+}
+
+/// Files in the sessions dir whose name ends with `.ext` (`json`, `lock`).
+fn files_with_ext(env: &Env, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(sessions_dir(env))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+fn corrupt_files(env: &Env) -> Vec<PathBuf> {
+    std::fs::read_dir(sessions_dir(env))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".corrupt-"))
+        .collect()
+}
+
+/// The one session's state file; it must exist and be valid JSON.
+fn state_file(env: &Env) -> (PathBuf, Vec<u8>) {
+    let files = files_with_ext(env, "json");
+    assert_eq!(files.len(), 1, "one session state file: {files:?}");
+    let bytes = std::fs::read(&files[0]).unwrap();
+    serde_json::from_slice::<Value>(&bytes).unwrap_or_else(|e| {
+        panic!(
+            "state file is not JSON ({e}): {:?}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+        )
+    });
+    (files[0].clone(), bytes)
+}
+
+fn calls(env: &Env) -> u64 {
+    let st = env.status();
+    assert_eq!(st.as_array().map(Vec::len), Some(1), "{st}");
+    st[0]["totals"]["calls"].as_u64().unwrap()
+}
+
+/// The kill storm's default seed; `LOOPGATE_FAULT_SEED` runs another.
+const DEFAULT_SEED: u64 = 0x5eed_100b;
+
+fn set_var(env: &mut Env, k: &str, v: &str) {
+    env.vars.retain(|(key, _)| key != k);
+    env.vars.push((k.into(), v.into()));
+}
+
+fn seed(env: &Env, n: usize) {
+    for i in 0..n {
+        let out = env.bash(&format!("echo seed-{i}"), Ok("seed"));
+        assert!(out.is_silent_allow(), "{}", out.stderr);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Writers killed with SIGKILL at random moments.
+
+/// One hook process of the kill storm: when it was started, when (if ever) to kill it.
+struct Victim {
+    child: Child,
+    kill_at: Option<Duration>,
+    exited: Option<(Duration, std::process::ExitStatus)>,
+}
+
+#[test]
+fn writers_killed_at_random_moments_never_corrupt_or_lose_a_completed_update() {
+    const UPDATES: usize = 1000;
+    const BATCH: usize = 8;
+    let seed = std::env::var("LOOPGATE_FAULT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(DEFAULT_SEED);
+    let mut rng = Rng::new(seed);
+    // A generous lock deadline: an exit 1 here can then only mean a real failure (corrupt state
+    // moved aside), not a slow machine.
+    let env = Env::new().config("lock_timeout_ms = 20000\n");
+    let started_at = Instant::now();
+    let (mut started, mut completed, mut killed) = (0u64, 0u64, 0u64);
+    // How long a hook of a batch lives, learnt as the storm goes, so the kills land anywhere in a
+    // hook's life (exec, config, lock wait, engine, temp file, fsync, rename, exit) on any machine.
+    let mut lifetime = Duration::from_millis(20);
+    let mut before = 0u64;
+    let mut n = 0usize;
+    while n < UPDATES {
+        let t = Instant::now();
+        let mut batch: Vec<Victim> = (0..BATCH.min(UPDATES - n))
+            .map(|_| {
+                n += 1;
+                let p = env.base(
+                    "PreToolUse",
+                    json!({"tool_name": "Bash", "tool_input": {"command": format!("echo update-{n}")},
+                           "tool_use_id": format!("kill-{n}")}),
+                );
+                // About 40% are killed, uniformly over 0..1.2 lifetimes after their batch began.
+                let span = lifetime.as_micros() as u64 * 6 / 5;
+                let kill_at = (rng.below(10) < 4)
+                    .then(|| Duration::from_micros(rng.below(span.max(1))));
+                Victim {
+                    child: spawn_hook(&env, "pre-tool-use", &p),
+                    kill_at,
+                    exited: None,
+                }
+            })
+            .collect();
+        while batch.iter().any(|v| v.exited.is_none()) {
+            let now = t.elapsed();
+            assert!(now < Duration::from_secs(60), "a hook hung");
+            for v in batch.iter_mut().filter(|v| v.exited.is_none()) {
+                if v.kill_at.is_some_and(|k| k <= now) {
+                    // SIGKILL on Unix; a child that already exited (unreaped) is not an error.
+                    v.child.kill().unwrap();
+                    v.kill_at = None;
+                }
+                if let Some(st) = v.child.try_wait().unwrap() {
+                    v.exited = Some((t.elapsed(), st));
+                }
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let batch_len = batch.len() as u64;
+        let mut batch_completed = 0;
+        let mut lives = Vec::new();
+        for mut v in batch.drain(..) {
+            started += 1;
+            let (at, st) = v.exited.unwrap();
+            match st.code() {
+                Some(0) => {
+                    batch_completed += 1;
+                    lives.push(at);
+                }
+                None => killed += 1,
+                Some(c) => {
+                    let mut err = String::new();
+                    let _ =
+                        std::io::Read::read_to_string(v.child.stderr.as_mut().unwrap(), &mut err);
+                    panic!("seed {seed}: a hook that was not killed exited {c}: {err}");
+                }
+            }
+        }
+        if let Some(longest) = lives.iter().max() {
+            lifetime = (lifetime * 3 + *longest) / 4;
+        }
+        completed += batch_completed;
+        // After every batch of kills: the state file is whole JSON, `status --json` reads it,
+        // nothing was moved aside as corrupt, and every update whose writer exited 0 is in it.
+        state_file(&env);
+        assert_eq!(corrupt_files(&env), Vec::<PathBuf>::new(), "seed {seed}");
+        let now = calls(&env);
+        assert!(
+            now >= before + batch_completed && now <= before + batch_len,
+            "seed {seed}, after update {n}: calls went {before} -> {now} with {batch_completed} \
+             completed of {batch_len} started"
+        );
+        before = now;
+    }
+    let total = calls(&env);
+    assert!(
+        total >= completed && total <= started,
+        "calls {total}, completed {completed}, started {started}"
+    );
+    assert!(killed > 0, "no hook was killed: the fault never happened");
+    let leftovers = temp_leftovers(&env).len();
+    eprintln!(
+        "kill storm (seed {seed}): {started} updates, {killed} killed, {completed} completed, \
+         {total} recorded, {leftovers} orphan temp files, hook lifetime ~{} ms, {:.1} s",
+        lifetime.as_millis(),
+        started_at.elapsed().as_secs_f64()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Corrupt state: moved aside byte for byte, one line, a fresh start.
+
+#[test]
+fn corrupt_state_files_are_moved_aside_intact_and_the_session_starts_fresh() {
+    let mut rng = Rng::new(42);
+    let garbage: Vec<u8> = (0..4096).map(|_| rng.next() as u8).collect();
+    type Corrupt = fn(&[u8], &[u8]) -> Vec<u8>;
+    let cases: [(&str, Corrupt); 4] = [
+        ("truncated", |real, _| real[..real.len() / 2].to_vec()),
+        ("empty", |_, _| Vec::new()),
+        ("binary garbage", |_, garbage| garbage.to_vec()),
+        // Valid JSON, even, but no state loopgate writes is near this size: it cannot be ours.
+        ("50 MB", |real, _| {
+            let mut v = real.to_vec();
+            v.resize(real.len() + (50 << 20), b' ');
+            v
+        }),
+    ];
+    for (name, corrupt) in cases {
+        let env = Env::new();
+        seed(&env, 5);
+        assert_eq!(calls(&env), 5);
+        let (path, real) = state_file(&env);
+        let bad = corrupt(&real, &garbage);
+        std::fs::write(&path, &bad).unwrap();
+
+        let t = Instant::now();
+        let out = env.pre("Bash", json!({"command": "ls"}), "after-corruption");
+        assert_fails_open(&out, name);
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{name}: took {:?}",
+            t.elapsed()
+        );
+        let aside = corrupt_files(&env);
+        assert_eq!(aside.len(), 1, "{name}: one file moved aside: {aside:?}");
+        let aside_name = aside[0].file_name().unwrap().to_string_lossy().into_owned();
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        assert!(
+            aside_name.starts_with(&stem),
+            "{name}: {aside_name} is next to {stem}"
+        );
+        assert!(
+            out.stderr.contains(&aside_name) && out.stderr.contains("moved to"),
+            "{name}: the line says where the file went: {}",
+            out.stderr
+        );
+        assert!(
+            std::fs::read(&aside[0]).unwrap() == bad,
+            "{name}: the corrupt bytes are preserved, not deleted or rewritten"
+        );
+        // The next call is judged normally, on fresh state: the five seeded calls are gone.
+        let next = env.pre("Bash", json!({"command": "ls"}), "next");
+        assert!(next.is_silent_allow(), "{name}: {}", next.stderr);
+        state_file(&env);
+        let after = calls(&env);
+        assert!(
+            (1..=2).contains(&after),
+            "{name}: fresh state, {after} calls"
+        );
+        assert_eq!(corrupt_files(&env).len(), 1, "{name}: nothing else moved");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. The session lock held by another process past the deadline.
+
+#[test]
+fn a_lock_held_past_the_deadline_fails_open_in_time_and_changes_nothing() {
+    let env = Env::new().config("lock_timeout_ms = 300\n");
+    seed(&env, 3);
+    let (state_path, before) = state_file(&env);
+    let lock_path = files_with_ext(&env, "lock").pop().unwrap();
+    // Another holder of the std `File::lock` (flock) on the session's lock file, as a wedged
+    // loopgate process would be; it lets go only when told, long after the deadline.
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&lock_path)
+            .unwrap();
+        f.lock().unwrap();
+        held_tx.send(()).unwrap();
+        let _ = release_rx.recv_timeout(Duration::from_secs(60));
+        drop(f);
+    });
+    held_rx.recv().unwrap();
+
+    let id = env.id();
+    let input = json!({"command": "make"});
+    let hooks: Vec<(&str, Value)> = vec![
+        (
+            "pre-tool-use",
+            env.base(
+                "PreToolUse",
+                json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": id}),
+            ),
+        ),
+        (
+            "post-tool-use",
+            env.base(
+                "PostToolUse",
+                json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": id,
+                       "tool_response": {"stdout": "ok", "stderr": "", "interrupted": false}}),
+            ),
+        ),
+        (
+            "post-tool-use-failure",
+            env.base(
+                "PostToolUseFailure",
+                json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": id,
+                       "error": "Exit code 2", "is_interrupt": false}),
+            ),
+        ),
+        (
+            "post-tool-batch",
+            env.base(
+                "PostToolBatch",
+                json!({"tool_calls": [{"tool_name": "Bash", "tool_input": input, "tool_use_id": id,
+                                       "tool_response": "ok"}]}),
+            ),
+        ),
+        ("stop", env.base("Stop", json!({"stop_hook_active": false}))),
+        (
+            "subagent-stop",
+            env.base(
+                "SubagentStop",
+                json!({"stop_hook_active": false, "agent_id": "a1"}),
+            ),
+        ),
+        (
+            "user-prompt-submit",
+            env.base("UserPromptSubmit", json!({"prompt": "go on"})),
+        ),
+    ];
+    for (sub, payload) in &hooks {
+        let t = Instant::now();
+        let out = env.hook(sub, payload);
+        let took = t.elapsed();
+        assert_fails_open(&out, sub);
+        assert!(out.stderr.contains("locked"), "{sub}: {}", out.stderr);
+        assert!(
+            took >= Duration::from_millis(250) && took < Duration::from_millis(1500),
+            "{sub}: waited for the 300 ms deadline, then gave up: {took:?}"
+        );
+        assert!(
+            std::fs::read(&state_path).unwrap() == before,
+            "{sub}: state unchanged"
+        );
+    }
+    // Readers never need the lock.
+    assert_eq!(calls(&env), 3);
+    release_tx.send(()).unwrap();
+    holder.join().unwrap();
+    assert_eq!(corrupt_files(&env), Vec::<PathBuf>::new());
+    assert!(env.pre("Bash", input, "after").is_silent_allow());
+    assert_eq!(calls(&env), 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. A read-only, unwritable or full disk.
+
+/// A tmpfs mounted for one test and unmounted on drop (lazily, should anything still hold it).
+/// Mounting needs privileges: `mount` returns `None` where it is not permitted.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(at)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+
+    fn remount_read_only(&self) {
+        let st = Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(st.success(), "remount read-only");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+#[cfg(unix)]
+fn chmod(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Whether mode bits stop this process from writing: not as root or with CAP_DAC_OVERRIDE,
+/// which is how these tests run in some containers.
+#[cfg(unix)]
+fn mode_bits_bind(scratch: &Path) -> bool {
+    let probe = scratch.join("mode-probe");
+    std::fs::create_dir_all(&probe).unwrap();
+    chmod(&probe, 0o500);
+    let wrote = std::fs::write(probe.join("x"), b"x").is_ok();
+    chmod(&probe, 0o700);
+    std::fs::remove_dir_all(&probe).unwrap();
+    !wrote
+}
+
+fn temp_leftovers(env: &Env) -> Vec<String> {
+    std::fs::read_dir(sessions_dir(env))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".tmp-"))
+        .collect()
+}
+
+/// Hook calls that must each fail open under the fault, leaving the session state byte for byte
+/// as it was, still parseable, still readable by `status`.
+fn assert_fault_keeps_state(env: &Env, what: &str, run: &dyn Fn(&str, &Value) -> Out) {
+    let (path, before) = state_file(env);
+    let calls_before = calls(env);
+    let id = env.id();
+    let input = json!({"command": format!("echo {what}")});
+    let hooks = [
+        (
+            "pre-tool-use",
+            env.base(
+                "PreToolUse",
+                json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": id}),
+            ),
+        ),
+        (
+            "post-tool-use-failure",
+            env.base(
+                "PostToolUseFailure",
+                json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": id,
+                       "error": "Exit code 1", "is_interrupt": false}),
+            ),
+        ),
+        (
+            "user-prompt-submit",
+            env.base("UserPromptSubmit", json!({"prompt": "again"})),
+        ),
+    ];
+    for (sub, payload) in &hooks {
+        let out = run(sub, payload);
+        assert_fails_open(&out, &format!("{what}, {sub}"));
+        assert!(
+            std::fs::read(&path).unwrap() == before,
+            "{what}, {sub}: the previous state is intact"
+        );
+        assert_eq!(temp_leftovers(env), Vec::<String>::new(), "{what}, {sub}");
+    }
+    state_file(env);
+    assert_eq!(calls(env), calls_before, "{what}");
+    assert_eq!(corrupt_files(env), Vec::<PathBuf>::new(), "{what}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_read_only_state_dir_fails_open_and_keeps_the_state() {
+    let env = Env::new();
+    let plain = |sub: &str, p: &Value| env.hook(sub, p);
+    if mode_bits_bind(env.project.parent().unwrap()) {
+        seed(&env, 3);
+        chmod(&sessions_dir(&env), 0o500);
+        assert_fault_keeps_state(&env, "sessions dir chmod 0500", &plain);
+        chmod(&sessions_dir(&env), 0o700);
+    } else {
+        // Running as root: mode bits stop no write, so make the disk really read-only, a tmpfs
+        // remounted `ro` under the state dir (EROFS stops root too).
+        let Some(fs) = Tmpfs::mount(&env.state, "1m") else {
+            eprintln!(
+                "SKIPPED read-only state dir: running with CAP_DAC_OVERRIDE (root), where \
+                 chmod 0500 stops nothing, and `mount -t tmpfs` is not permitted here"
+            );
+            return;
+        };
+        seed(&env, 3);
+        fs.remount_read_only();
+        assert_fault_keeps_state(&env, "read-only tmpfs", &plain);
+    }
+    assert!(env.bash("echo writable again", Ok("x")).is_silent_allow());
+}
+
+/// Faults that need no privilege: the state dir's path runs through a regular file, the state
+/// dir is under /proc, a directory sits where the session's lock file should be.
+#[test]
+fn an_unwritable_state_path_fails_open_with_one_line() {
+    let env = Env::new();
+    let file = env.project.parent().unwrap().join("a-file");
+    std::fs::write(&file, b"not a dir").unwrap();
+    let mut dirs = vec![file.join("state")];
+    if cfg!(target_os = "linux") {
+        dirs.push(PathBuf::from("/proc/loopgate-cannot-be-here/state"));
+    }
+    for dir in dirs {
+        let env = Env::new().var("LOOPGATE_STATE_DIR", dir.to_str().unwrap());
+        let out = env.pre("Bash", json!({"command": "ls"}), "x");
+        assert_fails_open(&out, &dir.display().to_string());
+        assert!(!dir.exists());
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a dir");
+
+    seed(&env, 2);
+    let lock = files_with_ext(&env, "lock").pop().unwrap();
+    std::fs::remove_file(&lock).unwrap();
+    std::fs::create_dir(&lock).unwrap();
+    assert_fault_keeps_state(&env, "a directory as the lock file", &|sub, p| {
+        env.hook(sub, p)
+    });
+}
+
+#[cfg(unix)]
+#[test]
+fn a_full_disk_fails_open_and_keeps_the_state() {
+    // Every write fails, unprivileged: a file-size limit of 0 with SIGXFSZ ignored (the
+    // disposition survives exec) makes write(2) fail with EFBIG, as a full disk fails with ENOSPC.
+    let env = Env::new();
+    seed(&env, 3);
+    let limited = |sub: &str, p: &Value| {
+        let mut child = std_command(
+            &env,
+            "sh",
+            &[
+                "-c",
+                "trap '' XFSZ; ulimit -f 0 && exec \"$0\" \"$@\"",
+                BIN,
+                sub,
+            ],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(p.to_string().as_bytes())
+            .unwrap();
+        out_of(child.wait_with_output().unwrap())
+    };
+    assert_fault_keeps_state(&env, "file size limit 0", &limited);
+    assert!(env.bash("echo room again", Ok("x")).is_silent_allow());
+
+    // A really full filesystem: a 64 KiB tmpfs under the state dir, filled to the last page.
+    let env = Env::new();
+    let Some(_fs) = Tmpfs::mount(&env.state, "64k") else {
+        eprintln!(
+            "SKIPPED full tmpfs: `mount -t tmpfs` is not permitted here (the file-size-limit \
+             case above covered the failing writes)"
+        );
+        return;
+    };
+    seed(&env, 3);
+    let filler = env.state.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let chunk = vec![0u8; 4096];
+    let mut written = 0usize;
+    while f.write_all(&chunk).and_then(|_| f.sync_all()).is_ok() {
+        written += chunk.len();
+        assert!(written < 1 << 20, "a 64 KiB tmpfs never fills");
+    }
+    drop(f);
+    assert_fault_keeps_state(&env, "full tmpfs", &|sub, p| env.hook(sub, p));
+    std::fs::remove_file(&filler).unwrap();
+    assert!(env.bash("echo room again", Ok("x")).is_silent_allow());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. The clock going backwards between calls.
+
+#[test]
+fn a_clock_going_backwards_neither_panics_nor_wedges_a_window() {
+    const HOUR: u64 = 3_600_000;
+    let t0: u64 = 1_800_000_000_000;
+    // The per-turn identity ceiling (20) would deny the rate test's 21st call too; lift it so the
+    // call-rate window alone is judged.
+    let mut env = Env::new().config("[detectors.gate]\nidentity_ceiling = 1000\n");
+    let at = |env: &mut Env, ms: u64| set_var(env, "LOOPGATE_CLOCK_MS", &ms.to_string());
+    at(&mut env, t0);
+    assert!(env.new_prompt("p1").is_silent_allow());
+
+    // A real loop, each call three hours before the previous one: still caught on the 4th.
+    let fail: Result<&str, &str> = Err("Exit code 1\nerror: test failed, 3 failures");
+    for i in 0..4u64 {
+        at(&mut env, t0 - i * 3 * HOUR);
+        let out = env.bash("cargo test", fail);
+        assert_eq!(out.code, 0, "call {i}: {}", out.stderr);
+        assert_eq!(out.denied(), i == 3, "call {i}: {}", out.stdout);
+    }
+    env.status();
+
+    // 20 calls in 60 s fill the call-rate window; the 21st is denied.
+    let t1 = t0 + 10 * HOUR;
+    at(&mut env, t1);
+    assert!(env.new_prompt("p2").is_silent_allow());
+    let rate_denials = |env: &Env| {
+        env.events()
+            .iter()
+            .filter(|e| e["detector"] == "call_rate" && e["decision"] == "deny")
+            .count()
+    };
+    let mut n = 0;
+    let mut burst = |env: &mut Env, start: u64, allowed: usize| {
+        for i in 0..allowed {
+            at(env, start + i as u64 * 100);
+            n += 1;
+            let out = env.bash("make check", Ok(&format!("build {n}")));
+            assert!(
+                out.is_silent_allow() || out.context().is_some(),
+                "{}",
+                out.stdout
+            );
+            assert!(!out.denied(), "call {i} after {start}: {}", out.stdout);
+        }
+        at(env, start + allowed as u64 * 100);
+        let logged = rate_denials(env);
+        let out = env.bash("make check", Ok("never runs"));
+        assert!(out.denied(), "the window is full: {}", out.stdout);
+        assert_eq!(
+            rate_denials(env),
+            logged + 1,
+            "denied by the call-rate window"
+        );
+    };
+    burst(&mut env, t1, 20);
+    // The clock jumps five hours back: the window's future entries are dropped, not waited out,
+    // so the next calls are allowed, and the window fills and denies again in the new past.
+    burst(&mut env, t1 - 5 * HOUR, 20);
+    // And forward again: what the past put in the window is hours old.
+    at(&mut env, t1 + 3000);
+    assert!(!env.bash("make check", Ok("later")).denied());
+
+    // Every other event with the clock far back, to the epoch itself.
+    for ms in [t0 - 1000 * HOUR, 1, 0] {
+        at(&mut env, ms);
+        for out in [
+            env.stop(false),
+            env.hook(
+                "subagent-stop",
+                &env.base(
+                    "SubagentStop",
+                    json!({"stop_hook_active": false, "agent_id": "a1"}),
+                ),
+            ),
+            env.new_prompt(&format!("p-{ms}")),
+            env.bash("ls", Ok("a")),
+        ] {
+            assert_eq!(out.code, 0, "at {ms}: {}", out.stderr);
+        }
+        state_file(&env);
+        let st = env.status();
+        assert!(st[0]["totals"]["calls"].as_u64().unwrap() > 40, "{st}");
+    }
+}
