@@ -79,6 +79,9 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
     if let Some(v) = strongest(&verdicts) {
         account(state, p, event, v, ctx);
     }
+    if event == Event::PostToolBatch && p.agent() == MAIN_AGENT {
+        state.turn.batches += 1;
+    }
     verdicts
 }
 
@@ -620,8 +623,13 @@ fn account(state: &mut SessionState, p: &Payload, event: Event, v: &Verdict, ctx
         if v.detector == ESCALATION || v.action >= Action::Deny {
             state.turn.hard_interventions += 1;
         }
-        if v.detector != ESCALATION {
+        // One per model turn: parallel calls denied together are one failed intervention, and the
+        // model has not yet seen any of them.
+        if v.detector != ESCALATION
+            && state.turn.last_intervention_batch != Some(state.turn.batches)
+        {
             state.turn.interventions += 1;
+            state.turn.last_intervention_batch = Some(state.turn.batches);
         }
     }
     state.note(DecisionNote {

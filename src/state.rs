@@ -75,6 +75,9 @@ pub struct Turn {
     pub changes: u32,
     /// Denials and loop warnings loopgate gave during the turn.
     pub interventions: u32,
+    /// Model turns (PostToolBatch events) so far, and the last one loopgate intervened in.
+    pub batches: u32,
+    pub last_intervention_batch: Option<u32>,
     /// Denials and escalations (stages 2 and 3) during the turn.
     pub hard_interventions: u32,
     pub stop_blocks: u32,

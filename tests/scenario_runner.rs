@@ -7,7 +7,8 @@
 //!   the tool_response) or PostToolUseFailure with `error`. `expect` (Pre) is `allow` (not denied,
 //!   the default), `silent`, `deny` or `warn`; `post` is `any` (default), `silent` or `warn`.
 //!   `detector` names who must have decided a deny or warn. `times` repeats the step.
-//!   `input` strings may contain `{n}`, replaced by the repetition number.
+//!   `input` strings may contain `{n}`, replaced by the repetition number. Each call is its own
+//!   model turn, closed by a PostToolBatch as Claude Code does (`batch_expect`, `batch_detector`).
 //! - `{"edit": FILE}`: a successful Edit that changes FILE in the project.
 //! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
 //! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
@@ -17,7 +18,7 @@
 //! Top level: `name`, `why`, optional `config` (TOML for `.claude/loopgate.toml`), `git` (make the
 //! project a repository), `env` (extra environment).
 
-use crate::common::{Env, Out};
+use crate::common::{denial_text, Env, Out};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -109,12 +110,24 @@ impl Run {
             &self.env,
             &format!("{at} (pre)"),
         )?;
+        let batch_want = step["batch_expect"].as_str().unwrap_or("any");
         if pre.denied() {
-            return Ok(());
+            let batch = self
+                .env
+                .batch_of(tool, &input, &id, &denial_text(tool, &pre));
+            return check(
+                &batch,
+                batch_want,
+                step["batch_detector"].as_str(),
+                &self.env,
+                &format!("{at} (batch)"),
+            );
         }
+        let mut seen = String::new();
         let post = if let Some(err) = step.get("error") {
             let err = substitute(err, n);
-            self.env.fail(tool, input, &id, err.as_str().unwrap_or(""))
+            seen = err.as_str().unwrap_or("").to_string();
+            self.env.fail(tool, input.clone(), &id, &seen)
         } else {
             let ok = substitute(&step["ok"], n);
             let response = match (&ok, tool) {
@@ -124,15 +137,24 @@ impl Run {
                 (Value::Null, "Bash") => json!({"stdout": "", "stderr": "", "interrupted": false}),
                 (other, _) => other.clone(),
             };
-            self.env.post(tool, input, &id, response)
+            self.env.post(tool, input.clone(), &id, response)
         };
         let want = step["post"].as_str().unwrap_or("any");
+        let post_at = format!("{at} (post)");
         check(
             &post,
             want,
             step["post_detector"].as_str(),
             &self.env,
-            &format!("{at} (post)"),
+            &post_at,
+        )?;
+        let batch = self.env.batch_of(tool, &input, &id, &seen);
+        check(
+            &batch,
+            batch_want,
+            step["batch_detector"].as_str(),
+            &self.env,
+            &format!("{at} (batch)"),
         )
     }
 }

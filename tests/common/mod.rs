@@ -180,25 +180,39 @@ impl Env {
         self.hook("post-tool-use-failure", &p)
     }
 
-    /// One Bash call end to end: Pre, then (unless denied) its Post. Returns the Pre answer.
+    /// One Bash call end to end, as its own model turn: Pre, then (unless denied) its Post, then
+    /// the PostToolBatch. Returns the Pre answer.
     pub fn bash(&self, command: &str, result: Result<&str, &str>) -> Out {
         let id = self.id();
         let input = json!({"command": command, "description": "run"});
         let pre = self.pre("Bash", input.clone(), &id);
         if pre.denied() {
+            self.batch_of("Bash", &input, &id, &denial_text("Bash", &pre));
             return pre;
         }
         let post = match result {
             Ok(out) => self.post(
                 "Bash",
-                input,
+                input.clone(),
                 &id,
                 json!({"stdout": out, "stderr": "", "interrupted": false, "isImage": false}),
             ),
-            Err(err) => self.fail("Bash", input, &id, err),
+            Err(err) => self.fail("Bash", input.clone(), &id, err),
         };
         assert_eq!(post.code, 0, "{}", post.stderr);
+        self.batch_of("Bash", &input, &id, result.unwrap_or_else(|e| e));
         pre
+    }
+
+    /// The PostToolBatch that closes a model turn of one call; `text` is what the model saw.
+    pub fn batch_of(&self, tool: &str, input: &Value, id: &str, text: &str) -> Out {
+        let p = self.base(
+            "PostToolBatch",
+            json!({"tool_calls": [{"tool_name": tool, "tool_input": input, "tool_use_id": id, "tool_response": text}]}),
+        );
+        let out = self.hook("post-tool-batch", &p);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out
     }
 
     /// A successful Edit of a file in the project (written to disk, as the real tool does).
@@ -261,6 +275,15 @@ impl Env {
             .filter(|p| !p.starts_with(&self.state) && !p.starts_with(&self.project))
             .collect()
     }
+}
+
+/// The tool_result text Claude Code gives the model for a hook denial.
+pub fn denial_text(tool: &str, pre: &Out) -> String {
+    let reason = pre.json()["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    format!("PreToolUse:{tool} hook error: {reason}")
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
