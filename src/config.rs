@@ -182,6 +182,8 @@ pub struct Circular {
     pub enabled: bool,
     /// Files read at most while following imports from the edited file.
     pub max_files: usize,
+    /// Rust module cycles are legal; follow `mod`/`use crate::` only when asked.
+    pub rust: bool,
 }
 
 impl Default for Circular {
@@ -189,6 +191,7 @@ impl Default for Circular {
         Circular {
             enabled: true,
             max_files: 200,
+            rust: false,
         }
     }
 }

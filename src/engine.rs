@@ -5,7 +5,7 @@
 use crate::canon::call_key;
 use crate::config::{Config, Mode};
 use crate::detectors::{
-    breaker, changed_files, dedup, describe, failures, gate, guard, identical_failure,
+    breaker, changed_files, circular, dedup, describe, failures, gate, guard, identical_failure,
     is_edit_tool, matrix, modification, paralysis, patterns, poll, progress, rate,
 };
 use crate::git::Worktree;
@@ -343,6 +343,9 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
         if !poll {
             verdicts.extend(patterns::on_outcome(agent, &det.patterns));
         }
+        if ok && is_edit_tool(tool) {
+            verdicts.extend(circular_import(agent, input, ctx));
+        }
         if ok {
             failures::on_success(agent);
             identical_failure::on_success(agent, &key);
@@ -404,6 +407,29 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
         }
     }
     verdicts
+}
+
+/// After a source file changed: a new import cycle through it is named once.
+fn circular_import(
+    agent: &mut crate::state::AgentState,
+    input: &Value,
+    ctx: &Ctx,
+) -> Option<Verdict> {
+    let project = ctx.project_dir?;
+    let file = input
+        .get("file_path")
+        .or_else(|| input.get("notebook_path"))
+        .and_then(Value::as_str)?;
+    let (named, verdict) =
+        circular::check(project, Path::new(file), &ctx.config.detectors.circular)?;
+    if agent.cycles_named.iter().any(|c| *c == named) {
+        return None;
+    }
+    if agent.cycles_named.len() >= 16 {
+        agent.cycles_named.pop_front();
+    }
+    agent.cycles_named.push_back(named);
+    Some(verdict)
 }
 
 /// Marks the call finished and folds its outcome into its identity's streak. Returns the agent,

@@ -117,6 +117,8 @@ pub struct AgentState {
     pub edits: VecDeque<EditRec>,
     /// A repeating pattern seen twice already: its next call is denied (stage 2).
     pub pattern_next: Option<PatternMark>,
+    /// Import cycles already named, so each is reported once.
+    pub cycles_named: VecDeque<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -10,6 +10,7 @@
 //!   `input` strings may contain `{n}`, replaced by the repetition number. Each call is its own
 //!   model turn, closed by a PostToolBatch as Claude Code does (`batch_expect`, `batch_detector`).
 //! - `{"edit": FILE}`: a successful Edit that changes FILE in the project.
+//! - `{"write": FILE, "content": TEXT, "post": P}`: a Write of FILE in the project, on disk too.
 //! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
 //! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
 //! - `{"batch": true, "expect": E}`: the turn's PostToolBatch (`block` ends an unattended run).
@@ -63,6 +64,33 @@ impl Run {
                 .env
                 .edit(file, &format!("content {} {n}\n", self.clock));
             return check(&out, "allow", None, &self.env, at);
+        }
+        if let Some(file) = step["write"].as_str() {
+            let path = self.env.project.join(file);
+            let content = step["content"].as_str().unwrap_or("");
+            let input = json!({"file_path": path, "content": content});
+            let id = self.env.id();
+            let pre = self.env.pre("Write", input.clone(), &id);
+            check(&pre, "allow", None, &self.env, &format!("{at} (pre)"))?;
+            std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| e.to_string())?;
+            std::fs::write(&path, content).map_err(|e| e.to_string())?;
+            let post = self.env.post(
+                "Write",
+                input.clone(),
+                &id,
+                json!({"type": "create", "filePath": path}),
+            );
+            let want = step["post"].as_str().unwrap_or("any");
+            check(
+                &post,
+                want,
+                step["post_detector"].as_str(),
+                &self.env,
+                &format!("{at} (post)"),
+            )?;
+            self.env
+                .batch_of("Write", &input, &id, "File created successfully");
+            return Ok(());
         }
         if let Some(file) = step["rejected_edit"].as_str() {
             let out = self.env.rejected_edit(file, "text that is not there");

@@ -1,6 +1,7 @@
 //! Detectors read the session state and return verdicts; none of them renders hook JSON.
 
 pub mod breaker;
+pub mod circular;
 pub mod dedup;
 pub mod failures;
 pub mod gate;
