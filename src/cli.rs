@@ -60,6 +60,18 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// What loopgate saw and did: counts, statistics, and per session inputs-or-outputs
+    Report {
+        /// Only this session id
+        #[arg(long)]
+        session: Option<String>,
+        /// Only events newer than this (e.g. 2h, 30m, 7d)
+        #[arg(long, value_name = "DURATION")]
+        since: Option<String>,
+        /// Machine-readable output
+        #[arg(long)]
+        json: bool,
+    },
     /// Feed Claude Code transcripts through the detectors offline (observe mode, in memory)
     Replay {
         /// Transcript files (.jsonl) or directories of them

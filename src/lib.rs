@@ -87,6 +87,14 @@ fn manual(cli: &Cli) -> anyhow::Result<()> {
             bin,
             uninstall,
         } => cmd::setup::run(settings.as_deref(), bin.as_deref(), cli.observe, *uninstall),
+        Command::Report {
+            session,
+            since,
+            json,
+        } => {
+            let store = store::Store::open(&hook::state_dir(cli)?)?;
+            cmd::report::run(&store, session.as_deref(), since.as_deref(), *json)
+        }
         Command::Replay {
             paths,
             json,

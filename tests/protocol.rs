@@ -282,3 +282,25 @@ fn every_real_fixture_is_accepted() {
     assert!(seen >= 50, "only {seen} fixtures ran");
     let _ = BIN;
 }
+
+#[test]
+fn report_counts_events_and_judges_each_session() {
+    let env = Env::new();
+    for _ in 0..5 {
+        env.bash("cargo test", FAIL);
+    }
+    let out = env.run(&["report", "--json"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(r["by_detector"]["identical_failure"].as_u64().unwrap() >= 1, "{r}");
+    assert_eq!(r["statistics"]["calls"], 5);
+    assert_eq!(r["statistics"]["failures"], 3, "two calls were denied, three ran");
+    let s = &r["sessions"][0];
+    assert_eq!(s["session"], "sess-1");
+    assert!(s["summary"].as_str().unwrap().starts_with("looping on inputs"), "{s}");
+    let text = env.run(&["report", "--since", "1h"], b"");
+    assert!(text.stdout.contains("looping on inputs"), "{}", text.stdout);
+    let none = env.run(&["report", "--session", "other"], b"");
+    assert!(none.stdout.contains("0 sessions"), "{}", none.stdout);
+    assert_eq!(env.run(&["report", "--since", "soon"], b"").code, 1);
+}

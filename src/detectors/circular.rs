@@ -115,7 +115,11 @@ fn imports(file: &Path, project: &Path, l: Lang) -> Vec<PathBuf> {
                         }
                     }
                     // `from pkg import module`: the names may be modules themselves.
-                    for name in c["names"].split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                    for name in c["names"]
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|n| !n.is_empty())
+                    {
                         let sub = if module.is_empty() {
                             name.to_string()
                         } else {

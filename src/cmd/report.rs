@@ -1,0 +1,264 @@
+//! `loopgate report`: what loopgate saw and did, from `events.jsonl` and the session states —
+//! counts by detector, decision, severity, tool and session; the six-type design's statistics; and
+//! per session whether the agent was looping on its inputs (the same arguments again) or on its
+//! outputs (a tool that keeps answering the same): seed 004's `gate_blocked` aggregation.
+
+use crate::events::FILE;
+use crate::state::SessionState;
+use crate::store::Store;
+use anyhow::{Context, Result};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Detectors whose signal is the same arguments again, and those whose signal is the same answer.
+const INPUT_SIGNALS: &[&str] = &[
+    "dedup",
+    "identical_failure",
+    "call_rate",
+    "pattern_repetition",
+    "state_cycle",
+    "modification_loop",
+];
+const OUTPUT_SIGNALS: &[&str] = &["stagnation", "poll_budget", "analysis_paralysis"];
+
+pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: bool) -> Result<()> {
+    let cutoff = match since {
+        Some(s) => {
+            let d: Duration = humantime::parse_duration(s)
+                .with_context(|| format!("bad --since {s:?} (try 2h, 30m, 7d)"))?;
+            Some(SystemTime::now() - d)
+        }
+        None => None,
+    };
+    let events = read_events(store, session, cutoff);
+    let states: Vec<SessionState> = store
+        .sessions()
+        .into_iter()
+        .filter_map(|(_, p)| Store::peek(&p))
+        .filter(|s| session.is_none_or(|id| s.session == crate::payload::clip(id, 128)))
+        .collect();
+    let report = build(&events, &states);
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print(&report);
+    }
+    Ok(())
+}
+
+fn read_events(store: &Store, session: Option<&str>, cutoff: Option<SystemTime>) -> Vec<Value> {
+    let mut out = Vec::new();
+    for name in [format!("{FILE}.1"), FILE.to_string()] {
+        let Ok(text) = std::fs::read_to_string(store.dir().join(name)) else {
+            continue;
+        };
+        for line in text.lines() {
+            let Ok(e) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if session.is_some_and(|id| e["session"] != crate::payload::clip(id, 128)) {
+                continue;
+            }
+            let ts = e["ts"]
+                .as_str()
+                .and_then(|t| humantime::parse_rfc3339_weak(t).ok());
+            if cutoff.is_some_and(|c| ts.is_none_or(|t| t < c)) {
+                continue;
+            }
+            out.push(e);
+        }
+    }
+    out
+}
+
+fn count_by(events: &[Value], key: &str) -> Map<String, Value> {
+    let mut m: BTreeMap<String, u64> = BTreeMap::new();
+    for e in events {
+        let k = e[key].as_str().unwrap_or("-").to_string();
+        *m.entry(k).or_default() += 1;
+    }
+    m.into_iter().map(|(k, v)| (k, json!(v))).collect()
+}
+
+/// Which side of the loop an event speaks of: `Some(true)` inputs, `Some(false)` outputs.
+fn side(e: &Value) -> Option<bool> {
+    let d = e["detector"].as_str().unwrap_or("");
+    match (d, e["evidence"]["signal"].as_str().unwrap_or("")) {
+        ("turn_gate", "BLOCK_IDENTITY") => Some(true),
+        ("turn_gate", "BLOCK_OUTPUT") => Some(false),
+        _ if INPUT_SIGNALS.contains(&d) => Some(true),
+        _ if OUTPUT_SIGNALS.contains(&d) => Some(false),
+        _ => None,
+    }
+}
+
+/// One sentence per session: inputs or outputs.
+fn verdict_sentence(events: &[&Value]) -> String {
+    let mut ins: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut outs: BTreeMap<&str, u64> = BTreeMap::new();
+    for e in events {
+        let d = e["detector"].as_str().unwrap_or("");
+        match side(e) {
+            Some(true) => *ins.entry(d).or_default() += 1,
+            Some(false) => *outs.entry(d).or_default() += 1,
+            None => {}
+        }
+    }
+    let (ni, no): (u64, u64) = (ins.values().sum(), outs.values().sum());
+    let list = |m: &BTreeMap<&str, u64>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let also = |n: u64, what: &str| {
+        if n > 0 {
+            format!("; {n} on {what}")
+        } else {
+            String::new()
+        }
+    };
+    match (ni, no) {
+        (0, 0) => "no loop signals: nothing repeated long enough to matter.".to_string(),
+        (i, o) if i >= o => format!(
+            "looping on inputs — the same calls with the same arguments again ({i} signals: {}{}).",
+            list(&ins),
+            also(o, "outputs")
+        ),
+        (i, o) => format!(
+            "looping on outputs — tools that keep answering the same ({o} signals: {}{}).",
+            list(&outs),
+            also(i, "inputs")
+        ),
+    }
+}
+
+pub fn build(events: &[Value], states: &[SessionState]) -> Value {
+    let calls: u64 = states.iter().map(|s| s.totals.calls).sum();
+    let failures: u64 = states.iter().map(|s| s.totals.failures).sum();
+    let interventions: u64 = states
+        .iter()
+        .map(|s| s.totals.denials + s.totals.warnings + s.totals.blocks)
+        .sum();
+    let turns_int: u64 = states
+        .iter()
+        .map(|s| s.totals.turns_with_interventions)
+        .sum();
+    let turns_prog: u64 = states
+        .iter()
+        .map(|s| s.totals.intervened_turns_with_progress)
+        .sum();
+    let mut sessions: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+    for e in events {
+        sessions
+            .entry(e["session"].as_str().unwrap_or("-").to_string())
+            .or_default()
+            .push(e);
+    }
+    for s in states {
+        sessions.entry(s.session.clone()).or_default();
+    }
+    let per_session: Vec<Value> = sessions
+        .iter()
+        .map(|(id, evs)| {
+            let st = states.iter().find(|s| &s.session == id);
+            json!({
+                "session": id,
+                "events": evs.len(),
+                "calls": st.map(|s| s.totals.calls),
+                "breaker": st.map(|s| format!("{:?}", s.breaker.state)),
+                "summary": verdict_sentence(evs),
+            })
+        })
+        .collect();
+    json!({
+        "events": events.len(),
+        "by_detector": count_by(events, "detector"),
+        "by_decision": count_by(events, "decision"),
+        "by_severity": count_by(events, "severity"),
+        "by_tool": count_by(events, "tool"),
+        "by_session": count_by(events, "session"),
+        "statistics": {
+            "sessions": states.len(),
+            "calls": calls,
+            "failures": failures,
+            "success_rate": if calls == 0 { Value::Null } else { json!(1.0 - failures as f64 / calls as f64) },
+            "interventions": interventions,
+            "turns_with_interventions": turns_int,
+            "of_which_ended_with_progress": turns_prog,
+        },
+        "sessions": per_session,
+        "generated": crate::clock::rfc3339(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)),
+    })
+}
+
+fn print(r: &Value) {
+    let st = &r["statistics"];
+    println!(
+        "{} sessions, {} calls, {} failures (success rate {}), {} interventions; {} turns needed one, {} of them still ended with progress",
+        st["sessions"],
+        st["calls"],
+        st["failures"],
+        st["success_rate"].as_f64().map(|x| format!("{:.1}%", x * 100.0)).unwrap_or_else(|| "-".into()),
+        st["interventions"],
+        st["turns_with_interventions"],
+        st["of_which_ended_with_progress"],
+    );
+    for (title, key) in [
+        ("detector", "by_detector"),
+        ("decision", "by_decision"),
+        ("severity", "by_severity"),
+        ("tool", "by_tool"),
+    ] {
+        let Some(m) = r[key].as_object().filter(|m| !m.is_empty()) else {
+            continue;
+        };
+        println!("\n{title:<24} events");
+        for (k, v) in m {
+            println!("{k:<24} {v:>6}");
+        }
+    }
+    println!();
+    for s in r["sessions"].as_array().into_iter().flatten() {
+        println!(
+            "session {} ({} events, breaker {}): {}",
+            s["session"].as_str().unwrap_or("-"),
+            s["events"],
+            s["breaker"].as_str().unwrap_or("-"),
+            s["summary"].as_str().unwrap_or("")
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_are_judged_on_inputs_or_outputs() {
+        let e = |d: &str, signal: &str| json!({"session": "s", "detector": d, "decision": "deny", "severity": "low", "tool": "Bash", "evidence": {"signal": signal}});
+        let ins = [
+            e("dedup", ""),
+            e("identical_failure", ""),
+            e("stagnation", "stuck"),
+        ];
+        let refs: Vec<&Value> = ins.iter().collect();
+        assert!(verdict_sentence(&refs).starts_with("looping on inputs"));
+        let outs = [
+            e("turn_gate", "BLOCK_OUTPUT"),
+            e("poll_budget", ""),
+            e("dedup", ""),
+        ];
+        let refs: Vec<&Value> = outs.iter().collect();
+        assert!(
+            verdict_sentence(&refs).starts_with("looping on outputs"),
+            "{}",
+            verdict_sentence(&refs)
+        );
+        assert!(verdict_sentence(&[]).starts_with("no loop signals"));
+        let r = build(&ins, &[]);
+        assert_eq!(r["by_detector"]["dedup"], 1);
+        assert_eq!(r["by_decision"]["deny"], 3);
+    }
+}
