@@ -122,7 +122,9 @@ fn ladder(
     let reason = format!(
         "loopgate: {} interventions in this turn have not broken the loop, so it goes to the user now. Latest: {}",
         state.turn.interventions,
-        v.reason.strip_prefix("loopgate: ").unwrap_or(&v.reason)
+        v.reason
+            .trim_start_matches("LOOP_DETECTED (loopgate): ")
+            .trim_start_matches("loopgate: ")
     );
     // Re-arm: the next escalation needs as many failed interventions again.
     state.turn.interventions = 0;
@@ -596,11 +598,12 @@ fn first_line(text: &str) -> String {
 
 fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     let cfg = &ctx.config.progress;
-    // Under a sticky block the agent was told to summarise and stop: let it.
+    // Under a sticky block or an OPEN breaker the agent was told to summarise and stop: let it.
     if state
         .agents
         .get(MAIN_AGENT)
         .is_some_and(|a| a.blocked.is_some())
+        || state.breaker.state == crate::state::BreakerState::Open
     {
         return Vec::new();
     }

@@ -4,13 +4,14 @@
 use crate::config::Log;
 use crate::engine::decision_name;
 use crate::payload::{Event, Payload};
-use crate::store::open_private;
+use crate::store::{lock_within, open_private};
 use crate::verdict::Verdict;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::fs;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
+use std::time::Duration;
 
 pub const FILE: &str = "events.jsonl";
 
@@ -45,13 +46,14 @@ pub fn line(m: &Meta, v: &Verdict) -> Value {
 
 /// Appends the lines under a log lock, rotating first when the file is too large. Lines from
 /// parallel hook processes never interleave.
-pub fn append(dir: &Path, lines: &[Value], cfg: &Log) -> Result<()> {
+pub fn append(dir: &Path, lines: &[Value], cfg: &Log, timeout: Duration) -> Result<()> {
     if lines.is_empty() {
         return Ok(());
     }
     let path = dir.join(FILE);
-    let lock = open_private(&dir.join("events.lock")).context("cannot open the event log lock")?;
-    lock.lock().context("cannot lock the event log")?;
+    let lock_path = dir.join("events.lock");
+    let lock = open_private(&lock_path).context("cannot open the event log lock")?;
+    lock_within(&lock, &lock_path, timeout, "the event log")?;
     if fs::metadata(&path).is_ok_and(|m| m.len() > cfg.max_bytes) {
         fs::rename(&path, dir.join(format!("{FILE}.1"))).context("cannot rotate the event log")?;
     }

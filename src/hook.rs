@@ -116,7 +116,8 @@ fn process(cli: &Cli, expected: &'static str, input: &[u8]) -> Result<Done> {
         preview: cfg.log.preview.then(|| preview(&payload)).flatten(),
     };
     let lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
-    if let Err(e) = events::append(store.dir(), &lines, &cfg.log) {
+    let log_timeout = Duration::from_millis(cfg.lock_timeout_ms);
+    if let Err(e) = events::append(store.dir(), &lines, &cfg.log, log_timeout) {
         problems.push(format!("{e:#}"));
     }
     drop(lock);

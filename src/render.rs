@@ -3,7 +3,7 @@
 //! human, Stop blocks as `decision: block`. Nothing to say is an empty stdout.
 
 use crate::payload::Event;
-use crate::verdict::{Action, Verdict};
+use crate::verdict::{Action, Severity, Verdict};
 use serde_json::{json, Value};
 
 pub fn answer(event: Event, v: &Verdict) -> Option<String> {
@@ -14,6 +14,15 @@ pub fn answer(event: Event, v: &Verdict) -> Option<String> {
         headline(&v.reason)
     );
     let out: Value = match (event, v.action) {
+        // A critical denial (an OPEN breaker, an escalation) is news for the human too.
+        (Event::PreToolUse, Action::Deny) if v.severity == Severity::Critical => json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": v.reason,
+            },
+            "systemMessage": human,
+        }),
         (Event::PreToolUse, Action::Deny) => json!({"hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
@@ -67,7 +76,6 @@ fn headline(reason: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::Severity;
 
     fn v(action: Action) -> Verdict {
         Verdict::new(

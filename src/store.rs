@@ -71,26 +71,7 @@ impl Store {
         let lock_path = self.path(stem, "lock");
         let file = open_private(&lock_path)
             .with_context(|| format!("cannot open lock file {}", lock_path.display()))?;
-        let deadline = Instant::now() + timeout;
-        let mut pause = Duration::from_millis(1);
-        loop {
-            match file.try_lock() {
-                Ok(()) => break,
-                Err(TryLockError::WouldBlock) => {
-                    if Instant::now() >= deadline {
-                        bail!(
-                            "session state stayed locked by another loopgate process for {} ms",
-                            timeout.as_millis()
-                        );
-                    }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(20));
-                }
-                Err(TryLockError::Error(e)) => {
-                    return Err(anyhow!(e).context(format!("cannot lock {}", lock_path.display())))
-                }
-            }
-        }
+        lock_within(&file, &lock_path, timeout, "session state")?;
         Ok(SessionLock {
             _file: file,
             state_path: self.path(stem, "json"),
@@ -149,6 +130,31 @@ impl Store {
     /// either the old or the new file, never half of one.
     pub fn peek(path: &Path) -> Option<SessionState> {
         read_state(path).ok()
+    }
+}
+
+/// Takes an exclusive lock on `file`, giving up after `timeout`: a wedged peer must never hang
+/// the agent.
+pub fn lock_within(file: &File, path: &Path, timeout: Duration, what: &str) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::WouldBlock) => {
+                if Instant::now() >= deadline {
+                    bail!(
+                        "{what} stayed locked by another loopgate process for {} ms",
+                        timeout.as_millis()
+                    );
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            Err(TryLockError::Error(e)) => {
+                return Err(anyhow!(e).context(format!("cannot lock {}", path.display())))
+            }
+        }
     }
 }
 

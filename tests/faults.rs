@@ -747,3 +747,53 @@ fn a_clock_going_backwards_neither_panics_nor_wedges_a_window() {
         assert!(st[0]["totals"]["calls"].as_u64().unwrap() > 40, "{st}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The event log's lock, held by a peer.
+
+#[test]
+fn a_held_event_log_lock_fails_open_within_the_deadline() {
+    let env = Env::new().config("lock_timeout_ms = 300\n");
+    let fail: Result<&str, &str> = Err("Exit code 1\nerror: test failed, 3 failures");
+    for _ in 0..3 {
+        assert!(env.bash("cargo test", fail).is_silent_allow());
+    }
+    // Another process's lock on the event log, as a loopgate process wedged mid-append holds it.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(env.state.join("events.lock"))
+        .unwrap();
+    f.lock().unwrap();
+    // The 4th identical failing call is denied, and the denial is logged: under the lock.
+    let p = env.base(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_input": {"command": "cargo test", "description": "run"},
+               "tool_use_id": "held-log"}),
+    );
+    let mut child = spawn_hook(&env, "pre-tool-use", &p);
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if t.elapsed() > Duration::from_secs(5) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    drop(f);
+    let took = t.elapsed();
+    assert!(
+        status.is_some() && took < Duration::from_millis(2000),
+        "the hook must give up on the event-log lock like on the session lock (300 ms), \
+         not wait forever: still running after {took:?}"
+    );
+    let code = status.unwrap().code();
+    assert!(matches!(code, Some(0 | 1)), "{code:?}");
+    state_file(&env);
+}

@@ -1,6 +1,7 @@
 mod common;
 mod e2e;
 mod faults;
+mod fuzz;
 mod protocol;
 mod robustness;
 mod scenario_runner;

@@ -292,12 +292,24 @@ fn report_counts_events_and_judges_each_session() {
     let out = env.run(&["report", "--json"], b"");
     assert_eq!(out.code, 0, "{}", out.stderr);
     let r: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    assert!(r["by_detector"]["identical_failure"].as_u64().unwrap() >= 1, "{r}");
+    assert!(
+        r["by_detector"]["identical_failure"].as_u64().unwrap() >= 1,
+        "{r}"
+    );
     assert_eq!(r["statistics"]["calls"], 5);
-    assert_eq!(r["statistics"]["failures"], 3, "two calls were denied, three ran");
+    assert_eq!(
+        r["statistics"]["failures"], 3,
+        "two calls were denied, three ran"
+    );
     let s = &r["sessions"][0];
     assert_eq!(s["session"], "sess-1");
-    assert!(s["summary"].as_str().unwrap().starts_with("looping on inputs"), "{s}");
+    assert!(
+        s["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("looping on inputs"),
+        "{s}"
+    );
     let text = env.run(&["report", "--since", "1h"], b"");
     assert!(text.stdout.contains("looping on inputs"), "{}", text.stdout);
     let none = env.run(&["report", "--session", "other"], b"");

@@ -88,6 +88,9 @@ struct Conversation {
     /// `(turn, other label, other turn)`: hold this turn back until the other conversation has
     /// asked for its turn, i.e. finished every call before it.
     waits: Vec<(usize, String, usize)>,
+    /// Starts at the latest user message carrying the marker rather than at the first one (see
+    /// [`Script::prompt`]).
+    per_prompt: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -105,6 +108,24 @@ impl Script {
             marker: marker.into(),
             turns,
             waits: Vec::new(),
+            per_prompt: false,
+        });
+        self
+    }
+
+    /// Adds a conversation for one prompt of a session fed several (`--input-format
+    /// stream-json`, `--resume`): it is routed by the latest user message that carries `marker`,
+    /// wherever it sits in the history, and its turn is the number of assistant messages after
+    /// that message. Once its turns have run out it says [`FALLBACK_TEXT`], so Stop-hook
+    /// continuations end the prompt whatever their number. Conversations added with
+    /// [`Script::conversation`] are routed as before.
+    pub fn prompt(mut self, label: &str, marker: &str, turns: Vec<Turn>) -> Script {
+        self.conversations.push(Conversation {
+            label: label.into(),
+            marker: marker.into(),
+            turns,
+            waits: Vec::new(),
+            per_prompt: true,
         });
         self
     }
@@ -125,7 +146,30 @@ impl Script {
     fn route(&self, first_user_text: &str) -> Option<&Conversation> {
         self.conversations
             .iter()
+            .filter(|c| !c.per_prompt)
             .find(|c| first_user_text.contains(&c.marker))
+    }
+
+    /// The per-prompt conversation of the latest user message that carries one of their
+    /// markers, with its turn: the assistant messages after that message.
+    fn route_prompt(&self, body: &Value) -> Option<(&Conversation, usize)> {
+        let messages = body["messages"].as_array()?;
+        messages.iter().enumerate().rev().find_map(|(i, m)| {
+            if m["role"] != "user" {
+                return None;
+            }
+            let text = content_text(&m["content"]);
+            let conv = self
+                .conversations
+                .iter()
+                .filter(|c| c.per_prompt)
+                .find(|c| text.contains(&c.marker))?;
+            let turn = messages[i + 1..]
+                .iter()
+                .filter(|m| m["role"] == "assistant")
+                .count();
+            Some((conv, turn))
+        })
     }
 }
 
@@ -244,8 +288,13 @@ fn answer_messages(
     shared: &Shared,
 ) -> std::io::Result<bool> {
     let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-    let conversation = shared.script.route(&first_user_text(&body));
-    let turn = assistant_count(&body);
+    let (conversation, turn) = match shared.script.route_prompt(&body) {
+        Some((c, turn)) => (Some(c), turn),
+        None => (
+            shared.script.route(&first_user_text(&body)),
+            assistant_count(&body),
+        ),
+    };
     let played = conversation
         .and_then(|c| c.turns.get(turn).cloned())
         .unwrap_or_else(|| Turn::text(FALLBACK_TEXT));

@@ -7,6 +7,7 @@ use super::fake_api::{FakeApi, Script};
 use super::run::Run;
 use serde_json::{json, Value};
 use std::fs::{self, File};
+use std::io::Write as _;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -274,6 +275,54 @@ impl Scenario {
         run
     }
 
+    /// One session fed several prompts: `claude -p --input-format stream-json`, each prompt a
+    /// user message on stdin, written once the previous one has its `result` event (a message
+    /// written while a turn runs would be queued into that turn). stdin is closed after the last
+    /// result, which ends the session.
+    pub fn run_prompts(&self, prompts: &[&str], script: Script) -> Run {
+        let api = FakeApi::start(script);
+        let out_dir = self.root.path().join("out");
+        fs::create_dir_all(&out_dir).unwrap();
+        let started = Instant::now();
+        let deadline = started + RUN_TIMEOUT;
+        let head = [
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ];
+        let mut child = self.spawn_claude_with(&head, Stdio::piped(), &api, &out_dir);
+        let mut stdin = child.stdin.take().expect("claude stdin");
+        for (n, prompt) in prompts.iter().enumerate() {
+            let line = json!({"type": "user", "message": {"role": "user", "content": prompt}});
+            if writeln!(stdin, "{line}")
+                .and_then(|()| stdin.flush())
+                .is_err()
+            {
+                break; // claude is gone; the run's results say why.
+            }
+            let stdout = out_dir.join("stdout.jsonl");
+            let answered = || count_results(&stdout) > n;
+            while !answered() && Instant::now() < deadline {
+                if matches!(child.try_wait(), Ok(Some(_))) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        drop(stdin);
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (status, timed_out) = wait_bounded(&mut child, left);
+        kill_group(&child);
+        let run = Run::collect(self, &api, &out_dir, status, timed_out, started.elapsed());
+        run.save(&out_dir);
+        let _ = fs::copy(self.settings_path(), out_dir.join("settings.json"));
+        self.publish_artifacts(&out_dir);
+        run
+    }
+
     /// Copies the run's files to `target/e2e-out/<scenario>/`, which outlives the temp dirs. The
     /// run itself writes only inside its temp dir: two `cargo test` processes running the same
     /// scenario at once must not clobber each other's live output.
@@ -292,10 +341,25 @@ impl Scenario {
     }
 
     fn spawn_claude(&self, prompt: &str, api: &FakeApi, out_dir: &Path) -> Child {
+        self.spawn_claude_with(
+            &["-p", prompt, "--output-format", "stream-json", "--verbose"],
+            Stdio::null(),
+            api,
+            out_dir,
+        )
+    }
+
+    fn spawn_claude_with(
+        &self,
+        head: &[&str],
+        stdin: Stdio,
+        api: &FakeApi,
+        out_dir: &Path,
+    ) -> Child {
         let stdout = File::create(out_dir.join("stdout.jsonl")).unwrap();
         let stderr = File::create(out_dir.join("stderr.txt")).unwrap();
         let mut cmd = Command::new(&self.claude);
-        cmd.args(["-p", prompt, "--output-format", "stream-json", "--verbose"])
+        cmd.args(head)
             .arg("--dangerously-skip-permissions")
             .args(&self.args)
             .current_dir(&self.project)
@@ -303,7 +367,7 @@ impl Scenario {
             // CLAUDE_PROJECT_DIR…), LOOPGATE_* or XDG settings must not leak into the run.
             .env_clear()
             .envs(self.base_env(api))
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(stdout)
             .stderr(stderr)
             // Its own process group, so a timeout also kills hooks and tool commands.
@@ -391,6 +455,15 @@ fn toolchain_env() -> Vec<(String, PathBuf)> {
         .chain(passed)
         .map(|(k, v)| (k.to_string(), v))
         .collect()
+}
+
+/// `result` events written so far to a stream-json output file (a line still being written
+/// does not parse, and is not counted).
+fn count_results(stdout: &Path) -> usize {
+    super::run::read_jsonl(stdout)
+        .iter()
+        .filter(|l| l["type"] == "result")
+        .count()
 }
 
 fn prepend_path(dir: &Path) -> String {

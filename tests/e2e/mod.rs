@@ -17,8 +17,10 @@
 //! - `expect`: assertions phrased as what the model saw.
 //! - `smoke`: the harness against the real CLI with a recorder hook, no loopgate involved.
 //! - `loops`, `stop_gate`: the scenarios of issue 4.
+//! - `escalation`: issue 3, stage-3 escalation ending an unattended run, and an OPEN circuit.
 
 mod claude_cli;
+mod escalation;
 mod expect;
 mod fake_api;
 mod harness;
