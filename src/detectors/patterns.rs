@@ -54,12 +54,18 @@ pub fn on_outcome(agent: &mut AgentState, cfg: &Patterns) -> Option<Verdict> {
         .iter()
         .map(|c| c.outcome.as_deref().map(|o| (c.key.as_str(), o)))
         .collect();
+    // A state is where the agent was and whether it got anywhere: any failure counts as the same
+    // failure (a rejected Edit's text quotes its drifting `old_string`), a success by its result.
     let by_state: Vec<Option<(&str, &str, &str)>> = calls
         .iter()
         .map(|c| {
-            c.outcome
-                .as_deref()
-                .map(|o| (c.tool.as_str(), c.target.as_str(), o))
+            let failed = matches!(c.status, CallStatus::Failed | CallStatus::Rejected);
+            let o = if failed {
+                Some("failed")
+            } else {
+                c.outcome.as_deref()
+            };
+            o.map(|o| (c.tool.as_str(), c.target.as_str(), o))
         })
         .collect();
     let (detector, (period, cycles, matched)) = match find(&by_call, cfg) {
