@@ -23,6 +23,24 @@ pub struct Meta<'a> {
     pub preview: Option<String>,
 }
 
+/// Seed 001's six loop types, plus the signals that are not loops of one kind (failures, waiting,
+/// the Stop gate, the breaker, the guard).
+pub fn loop_type(detector: &str) -> &'static str {
+    match detector {
+        "dedup" | "identical_failure" | "call_rate" | "turn_gate" => "action",
+        "modification_loop" => "modification",
+        "analysis_paralysis" | "stagnation" => "conversation",
+        "circular_dependency" => "circular_dependency",
+        "state_cycle" => "state_cycle",
+        "pattern_repetition" => "pattern_repetition",
+        "consecutive_failures" => "failures",
+        "poll_budget" => "waiting",
+        "progress_gate" | "circuit_breaker" => "no_progress",
+        "escalation" => "escalation",
+        _ => "other",
+    }
+}
+
 pub fn line(m: &Meta, v: &Verdict) -> Value {
     let mut o = json!({
         "ts": crate::clock::rfc3339(m.now_ms),
@@ -32,6 +50,7 @@ pub fn line(m: &Meta, v: &Verdict) -> Value {
         "event": m.event.name(),
         "tool": m.payload.tool_name,
         "detector": v.detector,
+        "loop_type": loop_type(v.detector),
         "decision": decision_name(m.event, v.action),
         "enforced": m.enforced,
         "severity": v.severity.name(),

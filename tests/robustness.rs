@@ -177,3 +177,75 @@ fn a_held_lock_fails_open_within_the_deadline() {
         .pre("Bash", json!({"command": "ls"}), "l2")
         .is_silent_allow());
 }
+
+#[test]
+fn a_symlinked_state_file_is_never_followed() {
+    let env = Env::new();
+    env.bash("seed", Ok("x"));
+    let state = std::fs::read_dir(env.state.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let victim = env.project.join("precious.txt");
+    std::fs::write(&victim, "do not touch").unwrap();
+    std::fs::remove_file(&state).unwrap();
+    std::os::unix::fs::symlink(&victim, &state).unwrap();
+    let out = env.pre("Bash", json!({"command": "ls"}), "s1");
+    assert_eq!(out.code, 1, "the link is moved aside: {}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "do not touch");
+    assert!(env
+        .pre("Bash", json!({"command": "ls"}), "s2")
+        .is_silent_allow());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "do not touch");
+    assert!(!std::fs::symlink_metadata(&state)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn previews_are_masked_and_can_be_turned_off() {
+    let env = Env::new();
+    for _ in 0..4 {
+        env.bash(
+            "curl -H 'Authorization: Bearer sk-ant-abcdefghijklmnop' https://x",
+            Err("Exit code 22"),
+        );
+    }
+    let log = std::fs::read_to_string(env.state.join("events.jsonl")).unwrap();
+    assert!(log.contains("\"preview\""), "{log}");
+    assert!(
+        !log.contains("abcdefghijklmnop"),
+        "the secret leaked: {log}"
+    );
+    let env = Env::new().config("[log]\npreview = false\n");
+    for _ in 0..4 {
+        env.bash("make deploy", Err("Exit code 2"));
+    }
+    let log = std::fs::read_to_string(env.state.join("events.jsonl")).unwrap();
+    assert!(!log.is_empty() && !log.contains("\"preview\""), "{log}");
+}
+
+#[test]
+fn the_agent_cannot_switch_loopgate_off_through_the_project() {
+    let env = Env::new();
+    let out = env.pre(
+        "Write",
+        json!({"file_path": env.project.join(".claude/loopgate.toml"), "content": "mode = \"observe\"\n"}),
+        "g1",
+    );
+    assert!(out.denied(), "{}", out.stdout);
+    assert!(env
+        .pre(
+            "Bash",
+            json!({"command": "export LOOPGATE_DISABLE=1"}),
+            "g2"
+        )
+        .denied());
+    // A project file cannot turn the guard off either.
+    let env = Env::new().config("[guard]\nenabled = false\n");
+    assert!(env
+        .pre("Bash", json!({"command": "loopgate reset --all"}), "g3")
+        .denied());
+}
