@@ -3,7 +3,7 @@
 //! OpenClaw's result hashing was defeated by exactly that noise (research notes §3.1).
 
 use crate::canon::{text_key, write_canonical, Digest16};
-use regex::Regex;
+use regex::bytes::Regex;
 use serde_json::Value;
 use std::sync::OnceLock;
 
@@ -158,14 +158,17 @@ fn is_trivial_text(norm: &str) -> bool {
             .any(|w| t.eq_ignore_ascii_case(w))
 }
 
+/// Byte-oriented and ASCII-only (`(?-u)`): the noise is ASCII, and without Unicode classes the
+/// pattern compiles several times faster — and every PostToolUse compiles it once.
 fn noise() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(concat!(
+            "(?-u)",
             // ISO dates and clock times, with optional fractions and zone.
             r"(?P<ts>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b)",
-            // Durations: "1.23s", "250ms", "in 3 seconds", "2m 5s".
-            r"|(?P<dur>\b\d+(?:\.\d+)?(?:ns|µs|us|ms|s|m|h)\b|\b\d+(?:\.\d+)?\s(?:ms|sec|secs|seconds?|mins?|minutes?)\b)",
+            // Durations: "1.23s", "250ms", "in 3 seconds".
+            r"|(?P<dur>\b\d+(?:\.\d+)?(?:ns|us|ms|s|m|h)\b|\b\d+(?:\.\d+)?\s(?:ms|sec|secs|seconds?|mins?|minutes?)\b)",
             // UUIDs before generic hex, then hex ids of 7+ chars that contain a digit and a letter.
             r"|(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)",
             r"|(?P<hex>\b(?:0x)?[0-9a-f]*(?:[0-9][a-f]|[a-f][0-9])[0-9a-f]*\b)",
@@ -181,20 +184,22 @@ fn noise() -> &'static Regex {
 
 /// Masks volatile fragments; everything else is kept verbatim.
 pub fn normalise(text: &str) -> String {
-    noise()
-        .replace_all(text, |c: &regex::Captures| {
-            for name in ["ts", "dur", "uuid", "hex", "pid", "attempt", "tmp"] {
-                if let Some(m) = c.name(name) {
-                    // Short hex-looking words ("cafe", "add1") are ordinary text, not ids.
-                    if name == "hex" && m.as_str().trim_start_matches("0x").len() < 7 {
-                        return m.as_str().to_string();
-                    }
-                    return format!("<{name}>");
+    let out = noise().replace_all(text.as_bytes(), |c: &regex::bytes::Captures| {
+        for name in ["ts", "dur", "uuid", "hex", "pid", "attempt", "tmp"] {
+            if let Some(m) = c.name(name) {
+                // Short hex-looking words ("cafe", "add1") are ordinary text, not ids.
+                let s = m.as_bytes();
+                let digits = s.strip_prefix(b"0x").unwrap_or(s);
+                if name == "hex" && digits.len() < 7 {
+                    return s.to_vec();
                 }
+                return format!("<{name}>").into_bytes();
             }
-            String::new()
-        })
-        .into_owned()
+        }
+        Vec::new()
+    });
+    // Matches end on ASCII delimiters, so no multi-byte character is ever cut.
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// How a failure is expected to behave on retry.

@@ -109,12 +109,13 @@ fn print_session(s: &SessionState) {
     }
     for n in &s.recent {
         println!(
-            "  {} {} {} {} [{}{}] {}",
+            "  {} {} {} {} [{} · {}{}] {}",
             rfc3339(n.at_ms),
             n.event,
             n.tool,
             n.action,
             n.detector,
+            n.severity,
             if n.enforced { "" } else { ", observed" },
             n.summary
         );
