@@ -34,8 +34,8 @@ pub fn run(cli: &Cli, expected: &'static str) -> Exit {
         .and_then(|_| process(cli, expected, &input));
     match result {
         Ok(done) => {
-            for p in &done.problems {
-                say(p);
+            if !done.problems.is_empty() {
+                say(&done.problems.join("; "));
             }
             if let Some(out) = done.stdout {
                 let mut so = std::io::stdout().lock();

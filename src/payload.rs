@@ -117,6 +117,25 @@ impl Payload {
         if event == Event::PostToolBatch && p.tool_calls.is_none() {
             bail!("PostToolBatch hook input has no tool_calls");
         }
+        let mut p = p;
+        // Identifiers land in the state file: an absurdly long one must not bloat it.
+        for field in [
+            &mut p.tool_name,
+            &mut p.tool_use_id,
+            &mut p.prompt_id,
+            &mut p.agent_id,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            bound(field);
+        }
+        for bc in p.tool_calls.iter_mut().flatten() {
+            bound(&mut bc.tool_name);
+            if let Some(id) = bc.tool_use_id.as_mut() {
+                bound(id);
+            }
+        }
         Ok((p, event))
     }
 
@@ -131,6 +150,21 @@ impl Payload {
     pub fn tool(&self) -> &str {
         self.tool_name.as_deref().unwrap_or("")
     }
+}
+
+/// Longest identifier kept as it is; a longer one becomes a prefix plus a digest of the whole, so
+/// distinct ids stay distinct.
+const MAX_ID: usize = 200;
+
+fn bound(s: &mut String) {
+    if s.len() <= MAX_ID {
+        return;
+    }
+    let mut cut = MAX_ID / 2;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    *s = format!("{}…{}", &s[..cut], crate::canon::text_key(s));
 }
 
 /// Shortens untrusted text for messages and logs, on a char boundary.
@@ -177,6 +211,20 @@ mod tests {
         .unwrap();
         assert_eq!(e, Event::PreToolUse);
         assert_eq!(p.agent(), "a1");
+    }
+
+    #[test]
+    fn huge_identifiers_are_bounded_and_stay_distinct() {
+        let make = |c: char| {
+            let name: String = std::iter::repeat_n(c, 1 << 20).collect();
+            format!(
+                r#"{{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"{name}","tool_input":{{}},"tool_use_id":"{name}","prompt_id":"{name}"}}"#
+            )
+        };
+        let (a, _) = Payload::parse(make('y').as_bytes()).unwrap();
+        let (b, _) = Payload::parse(make('z').as_bytes()).unwrap();
+        assert!(a.tool().len() < 300 && a.prompt_id.as_ref().unwrap().len() < 300);
+        assert_ne!(a.tool(), b.tool());
     }
 
     #[test]

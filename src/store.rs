@@ -97,7 +97,11 @@ impl Store {
         match parsed {
             Ok(state) => Ok((Some(state), None)),
             Err(_) => {
-                let aside = path.with_extension(format!("corrupt-{}", crate::clock::now_ms()));
+                let aside = path.with_extension(format!(
+                    "corrupt-{}-{}",
+                    crate::clock::now_ms(),
+                    std::process::id()
+                ));
                 fs::rename(path, &aside).with_context(|| {
                     format!("cannot move unreadable state {} aside", path.display())
                 })?;

@@ -82,21 +82,25 @@ struct Input {
 }
 
 impl fmt::Debug for Input {
+    /// Escaped bytes with long runs folded (`<'y' x 1048105>`), clipped at 4,000 characters.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let shown: String = self
-            .bytes
-            .iter()
-            .take(4000)
-            .flat_map(|&b| std::ascii::escape_default(b))
-            .map(char::from)
-            .collect();
-        write!(
-            f,
-            "{} ({} bytes): b\"{shown}\"{}",
-            self.how,
-            self.bytes.len(),
-            if self.bytes.len() > 4000 { "…" } else { "" }
-        )
+        let mut shown = String::new();
+        let mut rest = &self.bytes[..];
+        while let Some(&b) = rest.first() {
+            if shown.len() > 4000 {
+                shown.push('…');
+                break;
+            }
+            let run = rest.iter().take_while(|&&x| x == b).count();
+            let one: String = std::ascii::escape_default(b).map(char::from).collect();
+            if run > 8 {
+                shown.push_str(&format!("<'{one}' x {run}>"));
+            } else {
+                (0..run).for_each(|_| shown.push_str(&one));
+            }
+            rest = &rest[run..];
+        }
+        write!(f, "{} ({} bytes): b\"{shown}\"", self.how, self.bytes.len())
     }
 }
 
@@ -225,38 +229,55 @@ fn answer_shape(event: &str, v: &Value) -> Result<(), String> {
     Err("none of the accepted shapes".into())
 }
 
-/// One input against every hook subcommand.
-fn all_hooks(env: &Env, input: &Input) -> TestCaseResult {
+/// loopgate reads no state file larger than this (`store.rs`), so it must never write one.
+const MAX_STATE_BYTES: u64 = 4 << 20;
+
+/// One input against every hook subcommand, in a fresh state dir so a failing case replays alone.
+fn all_hooks(input: &Input) -> TestCaseResult {
+    let env = Env::new().git();
     for (sub, event) in HOOKS {
-        let seen = run(env, sub, &input.bytes)?;
+        let seen = run(&env, sub, &input.bytes)?;
         verify(sub, event, &seen)?;
     }
-    Ok(())
+    state_is_sound(&env)
 }
 
-/// After a property: every state file parses, nothing was moved aside, `status --json` works.
-fn state_is_sound(env: &Env) {
-    let sessions = env.state.join("sessions");
-    let mut n = 0;
-    for e in std::fs::read_dir(&sessions).into_iter().flatten() {
+/// The state a case left behind: nothing moved aside as corrupt, every state file one loopgate
+/// will read back (JSON, within its size limit), and `status --json` works.
+fn state_is_sound(env: &Env) -> TestCaseResult {
+    let fail = |why: String| Err(TestCaseError::fail(why));
+    for e in std::fs::read_dir(env.state.join("sessions"))
+        .into_iter()
+        .flatten()
+    {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        assert!(!name.contains(".corrupt-"), "state was moved aside: {name}");
-        if name.ends_with(".json") {
-            let bytes = std::fs::read(&p).unwrap();
-            assert!(
-                serde_json::from_slice::<Value>(&bytes).is_ok(),
-                "{name} is not JSON"
-            );
-            n += 1;
+        if name.contains(".corrupt-") {
+            return fail(format!(
+                "a state loopgate wrote was moved aside as unreadable: {name}"
+            ));
+        }
+        if !name.ends_with(".json") {
+            continue;
+        }
+        let size = std::fs::metadata(&p).unwrap().len();
+        if size > MAX_STATE_BYTES {
+            return fail(format!(
+                "loopgate wrote a {size}-byte state file, more than the {MAX_STATE_BYTES} it reads back"
+            ));
+        }
+        if serde_json::from_slice::<Value>(&std::fs::read(&p).unwrap()).is_err() {
+            return fail(format!("{name} is not JSON"));
         }
     }
-    let st = env.status();
-    assert_eq!(
-        st.as_array().map(Vec::len),
-        Some(n),
-        "status lists every session"
-    );
+    let status = env.run(&["status", "--json"], b"");
+    if status.code != 0 || serde_json::from_str::<Value>(&status.stdout).is_err() {
+        return fail(format!(
+            "status --json: exit {}, {:?}",
+            status.code, status.stderr
+        ));
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -615,8 +636,8 @@ fn mutate(mut v: Value, muts: &[Mutation]) -> Value {
     v
 }
 
-/// Serialises deeply nested values without recursion limits getting in the way: serde_json's
-/// writer has none, and loopgate's reader must refuse (not crash on) what is too deep.
+/// Compact or pretty. serde_json's writer has no depth limit, so nesting past its reader's limit
+/// (128) reaches loopgate, which must refuse it with one line, not crash.
 fn serialise(v: &Value, pretty: bool) -> Vec<u8> {
     if pretty {
         serde_json::to_vec_pretty(v).unwrap()
@@ -674,20 +695,17 @@ fn edit_bytes(mut b: Vec<u8>, edits: &[ByteEdit]) -> Vec<u8> {
 
 #[test]
 fn random_json_values_never_break_the_protocol() {
-    let env = Env::new().git();
     let strategy = prop_oneof![
         3 => payload().prop_map(|v| json_input("hook-shaped object", &v)),
         1 => any_json().prop_map(|v| json_input("any JSON value", &v)),
     ];
     check("random JSON", cases(64), strategy, |input| {
-        all_hooks(&env, &input)
+        all_hooks(&input)
     });
-    state_is_sound(&env);
 }
 
 #[test]
 fn mutated_real_payloads_never_break_the_protocol() {
-    let env = Env::new().git();
     let fx = fixtures();
     let n = fx.len();
     let strategy = (0..n, prop::collection::vec(mutation(), 1..5), any::<bool>()).prop_map(
@@ -700,14 +718,12 @@ fn mutated_real_payloads_never_break_the_protocol() {
         },
     );
     check("mutated fixtures", cases(64), strategy, |input| {
-        all_hooks(&env, &input)
+        all_hooks(&input)
     });
-    state_is_sound(&env);
 }
 
 #[test]
 fn random_bytes_never_break_the_protocol() {
-    let env = Env::new().git();
     let fx = fixtures();
     let n = fx.len();
     let strategy = prop_oneof![
@@ -724,9 +740,36 @@ fn random_bytes_never_break_the_protocol() {
         }),
     ];
     check("random bytes", cases(64), strategy, |input| {
-        all_hooks(&env, &input)
+        all_hooks(&input)
     });
-    state_is_sound(&env);
+}
+
+/// What the fuzzer found (minimal input: a PreToolUse whose `tool_name` is 1.4 MB): an accepted
+/// payload makes loopgate write a state file it refuses to read back, so the next call moves the
+/// session's state aside and fails open. Long `tool_use_id`s do the same over a few calls.
+#[test]
+fn oversized_ids_never_cost_a_session_its_state() {
+    let env = Env::new();
+    assert!(env.bash("echo seed", Ok("x")).is_silent_allow());
+    let out = env.pre(&"y".repeat(1_400_000), json!({}), "big-name");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let next = env.pre("Bash", json!({"command": "ls"}), "after-big-name");
+    assert!(next.is_silent_allow(), "{}", next.stderr);
+
+    let env = Env::new();
+    let long = "t".repeat(1_100_000);
+    for k in 0..4 {
+        let out = env.pre(
+            "Bash",
+            json!({"command": format!("echo {k}")}),
+            &format!("{long}{k}"),
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    let next = env.pre("Bash", json!({"command": "ls"}), "after-long-ids");
+    // Five Bash calls in a row may draw the advisory hint; what matters is the state survived.
+    assert!(next.code == 0 && !next.denied(), "{}", next.stderr);
+    assert!(state_is_sound(&env).is_ok());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -976,28 +1019,7 @@ fn play(steps: &[Step]) -> Result<(u32, u32, u32, u32), TestCaseError> {
         }
     }
     // The state the sequence left behind is whole and readable.
-    let status = env.run(&["status", "--json"], b"");
-    if status.code != 0 || serde_json::from_str::<Value>(&status.stdout).is_err() {
-        return Err(TestCaseError::fail(format!(
-            "status --json after the sequence: exit {}, {:?}",
-            status.code, status.stderr
-        )));
-    }
-    for e in std::fs::read_dir(env.state.join("sessions"))
-        .into_iter()
-        .flatten()
-    {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        if name.contains(".corrupt-") {
-            return Err(TestCaseError::fail(format!("state moved aside: {name}")));
-        }
-        if name.ends_with(".json")
-            && serde_json::from_slice::<Value>(&std::fs::read(&p).unwrap()).is_err()
-        {
-            return Err(TestCaseError::fail(format!("{name} is not JSON")));
-        }
-    }
+    state_is_sound(&env)?;
     Ok((steps.len() as u32, tally.0, tally.1, tally.2))
 }
 
