@@ -299,30 +299,54 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict
 }
 
 fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> Vec<Verdict> {
+    let done = Finished {
+        agent: p.agent(),
+        tool: p.tool(),
+        input: p.tool_input.as_ref().unwrap_or(&Value::Null),
+        id: p.tool_use_id.as_deref().unwrap_or(""),
+        status: if ok {
+            CallStatus::Ok
+        } else {
+            CallStatus::Failed
+        },
+        error: p.error.as_deref().unwrap_or(""),
+        response: p.tool_response.as_ref(),
+        interrupted: p.is_interrupt == Some(true),
+    };
+    finish(state, &done, ctx)
+}
+
+/// A call that finished: ran (ok or failed), or was rejected before it ran.
+struct Finished<'a> {
+    agent: &'a str,
+    tool: &'a str,
+    input: &'a Value,
+    id: &'a str,
+    status: CallStatus,
+    error: &'a str,
+    response: Option<&'a Value>,
+    interrupted: bool,
+}
+
+/// Folds a finished call into every detector that judges outcomes.
+fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> Vec<Verdict> {
+    let ok = f.status == CallStatus::Ok;
+    let (tool, input, error, interrupted) = (f.tool, f.input, f.error, f.interrupted);
     let det = &ctx.config.detectors;
-    let tool = p.tool();
-    let response = p.tool_response.as_ref();
-    let error = p.error.as_deref().unwrap_or("");
+    let response = f.response;
     let result = if ok {
         outcome::of_success(tool, response)
     } else {
         outcome::of_failure(error)
     };
-    let status = if ok {
-        CallStatus::Ok
-    } else {
-        CallStatus::Failed
-    };
-    let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
     let poll = det.poll.enabled && poll::is_poll(tool, input);
-    let is_main = p.agent() == MAIN_AGENT;
-    let interrupted = p.is_interrupt == Some(true);
+    let is_main = f.agent == MAIN_AGENT;
     let changed = ok && changed_files(tool, response);
     let turn = state.turn.number;
     let mut verdicts = Vec::new();
     let mut state_changes = false;
     {
-        let (agent, key, epoch, target) = finish_call(state, p, tool, input, status, &result, ctx);
+        let (agent, key, epoch, target) = finish_call(state, f, &result, ctx);
         let read_only = det.gate.read_only_tools.iter().any(|t| t == tool);
         if let Some(run) = agent.runs.get_mut(&key) {
             verdicts.extend(gate::on_output(run, tool, turn, poll, &det.gate));
@@ -363,7 +387,10 @@ fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> 
                 ctx.now_ms,
                 &det.identical_failure,
             );
-            let what = describe(tool, &target);
+            let mut what = describe(tool, &target);
+            if f.status == CallStatus::Rejected {
+                what = format!("{what} (rejected: {})", first_line(error));
+            }
             verdicts.extend(failures::on_failure(
                 agent,
                 what,
@@ -438,15 +465,12 @@ fn circular_import(
 /// the call's identity, the epoch it started in, and its target.
 fn finish_call<'s>(
     state: &'s mut SessionState,
-    p: &Payload,
-    tool: &str,
-    input: &Value,
-    status: CallStatus,
+    f: &Finished,
     result: &outcome::Outcome,
     ctx: &Ctx,
 ) -> (&'s mut crate::state::AgentState, String, u64, String) {
-    let agent = state.agent_mut(p.agent(), ctx.now_ms);
-    let id = p.tool_use_id.as_deref().unwrap_or("");
+    let (tool, input, id, status) = (f.tool, f.input, f.id, f.status);
+    let agent = state.agent_mut(f.agent, ctx.now_ms);
     // Hash the input only when the id cannot find the call (hashing a large Write is not free).
     let found = agent
         .find_call(id, "")
@@ -504,75 +528,38 @@ fn post_tool_batch(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verd
             // Unseen but not rejected: a hook of ours was skipped; nothing reliable to record.
             continue;
         }
-        let result = outcome::of_failure(&text);
+        // Recorded as PreToolUse would have, then finished like a failure.
         let key = call_key(&bc.tool_name, &bc.tool_input);
         let target = redact::target(&bc.tool_name, &bc.tool_input);
         let epoch = agent.epoch;
+        agent
+            .run_mut(&key, &bc.tool_name, &target, ctx.now_ms)
+            .total += 1;
         agent.push_call(Call {
             id: id.to_string(),
             tool: bc.tool_name.clone(),
-            key: key.clone(),
-            target: target.clone(),
+            key,
+            target,
             at_ms: ctx.now_ms,
             epoch,
-            status: CallStatus::Rejected,
-            outcome: result.digest.clone(),
+            status: CallStatus::Pending,
+            outcome: None,
         });
-        let run = agent.run_mut(&key, &bc.tool_name, &target, ctx.now_ms);
-        run.total += 1;
-        dedup::record(run, &result, epoch, ctx.now_ms);
-        let det = &ctx.config.detectors;
-        identical_failure::on_failure(
-            agent,
-            &key,
-            &bc.tool_name,
-            &target,
-            &text,
-            &result,
-            epoch,
-            ctx.now_ms,
-            &det.identical_failure,
-        );
-        verdicts.extend(matrix::on_outcome(
-            agent,
-            &key,
-            result.digest.as_deref(),
-            ctx.now_ms,
-            &det.matrix,
-        ));
-        if matches!(bc.tool_name.as_str(), "Edit" | "MultiEdit") && modification::is_miss(&text) {
-            let path = bc
-                .tool_input
-                .get("file_path")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            verdicts.extend(modification::record(
-                agent,
-                path,
-                &bc.tool_input,
-                false,
-                ctx.now_ms,
-                &det.modification,
-            ));
-        }
-        verdicts.extend(patterns::on_outcome(agent, &det.patterns));
-        let what = format!(
-            "{} (rejected: {})",
-            describe(&bc.tool_name, &target),
-            first_line(&text)
-        );
-        verdicts.extend(failures::on_failure(
-            agent,
-            what,
-            ctx.now_ms,
-            &ctx.config.failures,
-        ));
         state.totals.calls += 1;
-        state.totals.failures += 1;
         if is_main && is_edit_tool(&bc.tool_name) {
             state.turn.edit_attempts += 1;
-            state.turn.edit_failures += 1;
         }
+        let done = Finished {
+            agent: p.agent(),
+            tool: &bc.tool_name,
+            input: &bc.tool_input,
+            id,
+            status: CallStatus::Rejected,
+            error: &text,
+            response: None,
+            interrupted: false,
+        };
+        verdicts.extend(finish(state, &done, ctx));
     }
     verdicts
 }

@@ -105,11 +105,7 @@ fn hostile_session_ids_stay_inside_the_state_dir() {
 fn corrupt_state_is_moved_aside_and_the_call_fails_open() {
     let env = Env::new();
     env.bash("seed", Ok("x"));
-    let state = std::fs::read_dir(env.state.join("sessions"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
-        .unwrap();
+    let state = env.state_file();
     std::fs::write(&state, b"\x00\x01garbage").unwrap();
     let out = env.pre("Bash", json!({"command": "ls"}), "c1");
     assert_eq!(out.code, 1);
@@ -157,11 +153,7 @@ fn sixty_four_parallel_hooks_lose_no_update() {
 fn a_held_lock_fails_open_within_the_deadline() {
     let env = Env::new().config("lock_timeout_ms = 300\n");
     env.bash("seed", Ok("x"));
-    let lock_path = std::fs::read_dir(env.state.join("sessions"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "lock"))
-        .unwrap();
+    let lock_path = env.lock_file();
     let f = std::fs::OpenOptions::new()
         .write(true)
         .open(&lock_path)
@@ -182,11 +174,7 @@ fn a_held_lock_fails_open_within_the_deadline() {
 fn a_symlinked_state_file_is_never_followed() {
     let env = Env::new();
     env.bash("seed", Ok("x"));
-    let state = std::fs::read_dir(env.state.join("sessions"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
-        .unwrap();
+    let state = env.state_file();
     let victim = env.project.join("precious.txt");
     std::fs::write(&victim, "do not touch").unwrap();
     std::fs::remove_file(&state).unwrap();

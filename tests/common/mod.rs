@@ -259,6 +259,23 @@ impl Env {
         serde_json::from_str(&out.stdout).unwrap()
     }
 
+    /// The session's state file (there is one session per `Env`).
+    pub fn state_file(&self) -> PathBuf {
+        self.session_file("json")
+    }
+
+    pub fn lock_file(&self) -> PathBuf {
+        self.session_file("lock")
+    }
+
+    fn session_file(&self, ext: &str) -> PathBuf {
+        std::fs::read_dir(self.state.join("sessions"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == ext))
+            .unwrap_or_else(|| panic!("no .{ext} file in the state dir"))
+    }
+
     pub fn events(&self) -> Vec<Value> {
         std::fs::read_to_string(self.state.join("events.jsonl"))
             .unwrap_or_default()
