@@ -22,7 +22,8 @@ pub fn text_key(text: &str) -> Digest16 {
     hex16(&Sha256::digest(text.as_bytes()))
 }
 
-fn hex16(bytes: &[u8]) -> String {
+/// The first 16 bytes of a digest as lowercase hex.
+pub fn hex16(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     let mut s = String::with_capacity(32);
     for b in &bytes[..16] {

@@ -1,5 +1,6 @@
 //! Command-line surface: one clap-derive enum, one variant per hook event or manual command.
 
+use crate::payload::Event;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -99,16 +100,16 @@ pub enum Command {
 }
 
 impl Command {
-    /// The `hook_event_name` a hook subcommand expects on stdin.
-    pub fn hook_event(&self) -> Option<&'static str> {
+    /// The hook event a hook subcommand expects on stdin.
+    pub fn hook_event(&self) -> Option<Event> {
         Some(match self {
-            Command::PreToolUse => "PreToolUse",
-            Command::PostToolUse => "PostToolUse",
-            Command::PostToolUseFailure => "PostToolUseFailure",
-            Command::PostToolBatch => "PostToolBatch",
-            Command::Stop => "Stop",
-            Command::SubagentStop => "SubagentStop",
-            Command::UserPromptSubmit => "UserPromptSubmit",
+            Command::PreToolUse => Event::PreToolUse,
+            Command::PostToolUse => Event::PostToolUse,
+            Command::PostToolUseFailure => Event::PostToolUseFailure,
+            Command::PostToolBatch => Event::PostToolBatch,
+            Command::Stop => Event::Stop,
+            Command::SubagentStop => Event::SubagentStop,
+            Command::UserPromptSubmit => Event::UserPromptSubmit,
             _ => return None,
         })
     }
@@ -127,7 +128,7 @@ mod tests {
     #[test]
     fn subcommand_names_follow_hook_events() {
         let cli = Cli::try_parse_from(["loopgate", "post-tool-use-failure"]).unwrap();
-        assert_eq!(cli.command.hook_event(), Some("PostToolUseFailure"));
+        assert_eq!(cli.command.hook_event(), Some(Event::PostToolUseFailure));
         let cli = Cli::try_parse_from(["loopgate", "--observe", "pre-tool-use"]).unwrap();
         assert!(cli.observe);
     }

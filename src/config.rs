@@ -254,18 +254,19 @@ pub struct Rate {
     pub window_seconds: u64,
 }
 
+/// Tools that only look: reading, searching, listing, fetching.
+const LOOKING_TOOLS: &[&str] = &["Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch"];
+const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
+
+fn names(groups: &[&[&str]]) -> Vec<String> {
+    groups
+        .iter()
+        .flat_map(|g| g.iter().map(|t| t.to_string()))
+        .collect()
+}
+
 fn read_only_tools() -> Vec<String> {
-    [
-        "Read",
-        "Glob",
-        "Grep",
-        "LS",
-        "WebFetch",
-        "WebSearch",
-        "NotebookRead",
-    ]
-    .map(String::from)
-    .to_vec()
+    names(&[LOOKING_TOOLS, &["NotebookRead"]])
 }
 
 impl Default for IdenticalFailure {
@@ -282,13 +283,14 @@ impl Default for IdenticalFailure {
 
 impl Default for Gate {
     fn default() -> Self {
-        let mut exempt = read_only_tools();
-        exempt
-            .extend(["Edit", "MultiEdit", "Write", "NotebookEdit", "TodoWrite"].map(String::from));
         Gate {
             enabled: true,
             consecutive_warn: 5,
-            consecutive_exempt_tools: exempt,
+            consecutive_exempt_tools: names(&[
+                LOOKING_TOOLS,
+                &["NotebookRead", "TodoWrite"],
+                EDIT_TOOLS,
+            ]),
             identity_ceiling: 20,
             output_repeats: 2,
             read_only_output_repeats: 4,
@@ -305,16 +307,14 @@ impl Default for Matrix {
             stagnation_block: 5,
             stuck_warn: 5,
             stuck_block: 8,
-            ignore_tools: [
+            ignore_tools: names(&[&[
                 "TodoWrite",
                 "TaskCreate",
                 "TaskUpdate",
                 "TaskList",
                 "TaskGet",
                 "ExitPlanMode",
-            ]
-            .map(String::from)
-            .to_vec(),
+            ]]),
         }
     }
 }
@@ -395,17 +395,7 @@ impl Default for Dedup {
             enabled: true,
             mode: DedupMode::Outcome,
             max_identical: 3,
-            exempt_tools: [
-                "Read",
-                "Glob",
-                "Grep",
-                "LS",
-                "WebFetch",
-                "WebSearch",
-                "TodoWrite",
-            ]
-            .map(String::from)
-            .to_vec(),
+            exempt_tools: names(&[LOOKING_TOOLS, &["TodoWrite"]]),
         }
     }
 }
@@ -600,6 +590,32 @@ mod tests {
         };
         assert_eq!(load(&src).config.mode, Mode::Observe, "flag over env");
         assert_eq!(load(&Sources::default()).config.dedup.max_identical, 3);
+    }
+
+    #[test]
+    fn default_tool_lists_are_the_designs() {
+        let c = Config::default();
+        assert_eq!(
+            c.dedup.exempt_tools,
+            [
+                "Read",
+                "Glob",
+                "Grep",
+                "LS",
+                "WebFetch",
+                "WebSearch",
+                "TodoWrite"
+            ]
+        );
+        let gate = &c.detectors.gate;
+        assert!(gate
+            .read_only_tools
+            .iter()
+            .all(|t| gate.consecutive_exempt_tools.contains(t)));
+        for t in ["Edit", "Write", "TodoWrite"] {
+            assert!(gate.consecutive_exempt_tools.iter().any(|x| x == t), "{t}");
+        }
+        assert!(!gate.consecutive_exempt_tools.iter().any(|x| x == "Bash"));
     }
 
     #[test]

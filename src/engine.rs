@@ -109,7 +109,8 @@ fn ladder(
         };
         if let Some(action) = delivered {
             state.turn.escalation = None;
-            verdicts.push(Verdict::new(ESCALATION, action, Severity::Critical, reason));
+            verdicts
+                .push(Verdict::new(ESCALATION, action, Severity::Critical, reason).loop_warning());
             return;
         }
     }
@@ -144,6 +145,7 @@ fn ladder(
     };
     verdicts.push(
         Verdict::new(ESCALATION, action, Severity::Critical, reason)
+            .loop_warning()
             .with("stage", 3)
             .with("attended", !unattended)
             .with("escalated_from", v.detector),
@@ -381,7 +383,6 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> Vec<Verdict> {
                 &key,
                 tool,
                 &target,
-                error,
                 &result,
                 epoch,
                 ctx.now_ms,
@@ -594,29 +595,9 @@ fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     {
         return Vec::new();
     }
-    let t = &state.turn;
-    // A turn that changed files, or showed no sign of trying and failing, ends freely: only the
-    // others pay for a worktree scan, the costliest thing a hook call can do.
-    let trying = t.edit_failures > 0 || t.interventions > 0;
-    if !progress::may_act(ctx.attended, cfg) || t.baseline.is_none() || !trying || t.changes > 0 {
-        if t.changes > 0 {
-            state.turn.progress = Some(true);
-        }
-        return Vec::new();
-    }
-    let quick = progress::StopInput {
-        turn: &state.turn,
-        stop_hook_active: p.stop_hook_active == Some(true),
-        attended: ctx.attended,
-        now_fingerprint: None,
-    };
-    let now = ctx.fingerprint();
-    let input = progress::StopInput {
-        now_fingerprint: now.as_deref(),
-        ..quick
-    };
-    let judgement = progress::judge(&input, cfg);
-    let verdict = progress::check(&input, judgement, cfg);
+    let judgement = progress::judge(&state.turn, ctx.attended, cfg, || ctx.fingerprint());
+    let active = p.stop_hook_active == Some(true);
+    let verdict = progress::check(&state.turn, active, judgement, cfg);
     match judgement {
         progress::Judgement::Progress => state.turn.progress = Some(true),
         progress::Judgement::NoProgress => state.turn.progress = Some(false),
@@ -661,18 +642,11 @@ fn account(state: &mut SessionState, p: &Payload, event: Event, v: &Verdict, ctx
     });
 }
 
-/// Denials, and warnings that a loop is under way, are signs the turn was stuck; advisory hints
-/// (same tool in a row, consecutive failures) are not: a turn that ran failing tests, or waited for
-/// a slow server, and reported is a legitimate end.
+/// Denials and loop warnings are signs the turn was stuck; advisory hints (same tool in a row,
+/// consecutive failures) are not: a turn that ran failing tests, or waited for a slow server, and
+/// reported is a legitimate end. The Stop gate's own blocks are not interventions in the turn.
 fn is_intervention(event: Event, v: &Verdict) -> bool {
-    if matches!(event, Event::Stop | Event::SubagentStop) {
-        return false;
-    }
-    v.action >= Action::Deny
-        || v.detector == ESCALATION
-        || v.detector == matrix::NAME
-        || v.detector == modification::NAME
-        || v.evidence.get("signal").and_then(Value::as_str) == Some("BLOCK_OUTPUT")
+    !matches!(event, Event::Stop | Event::SubagentStop) && v.is_intervention()
 }
 
 /// The name of a decision as the event log and `status` show it.

@@ -73,7 +73,7 @@ pub fn fingerprint(dir: &Path) -> Result<Option<String>> {
         h.update([0u8]);
     }
     let d = h.finalize();
-    Ok(Some(d[..16].iter().map(|b| format!("{b:02x}")).collect()))
+    Ok(Some(crate::canon::hex16(&d)))
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use std::time::Duration;
 /// Stdin larger than this is not a hook payload we can judge in time.
 const MAX_INPUT: u64 = 64 << 20;
 
-pub fn run(cli: &Cli, expected: &'static str) -> Exit {
+pub fn run(cli: &Cli, expected: Event) -> Exit {
     let mut input = Vec::new();
     let read = std::io::stdin()
         .lock()
@@ -62,12 +62,12 @@ struct Done {
     exit: Exit,
 }
 
-fn process(cli: &Cli, expected: &'static str, input: &[u8]) -> Result<Done> {
+fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     let (payload, event) = Payload::parse(input)?;
-    if event.name() != expected {
+    if event != expected {
         bail!(
-            "`{}` got a {} payload; check the hook wiring in settings.json",
-            subcommand(expected),
+            "the {} hook got a {} payload; check the hook wiring in settings.json",
+            expected.name(),
             event.name()
         );
     }
@@ -161,19 +161,6 @@ pub fn state_dir(cli: &Cli) -> Result<PathBuf> {
         })
         .or_else(Store::default_dir)
         .context("no state directory: set LOOPGATE_STATE_DIR or --state-dir")
-}
-
-fn subcommand(event: &str) -> &'static str {
-    match Event::parse(event) {
-        Some(Event::PreToolUse) => "pre-tool-use",
-        Some(Event::PostToolUse) => "post-tool-use",
-        Some(Event::PostToolUseFailure) => "post-tool-use-failure",
-        Some(Event::PostToolBatch) => "post-tool-batch",
-        Some(Event::Stop) => "stop",
-        Some(Event::SubagentStop) => "subagent-stop",
-        Some(Event::UserPromptSubmit) => "user-prompt-submit",
-        None => "?",
-    }
 }
 
 fn env_is(name: &str, value: &str) -> bool {

@@ -15,7 +15,8 @@ const NORMALISE_LIMIT: usize = 1 << 20;
 pub struct Outcome {
     /// Digest of the normalised result, `None` when the result carries no information.
     pub digest: Option<Digest16>,
-    pub failed: bool,
+    /// For a failure, how it is expected to behave on retry, classified once from the full text.
+    pub error_class: Option<ErrorClass>,
     /// Short normalised text, for messages.
     pub preview: String,
 }
@@ -23,6 +24,10 @@ pub struct Outcome {
 impl Outcome {
     pub fn is_trivial(&self) -> bool {
         self.digest.is_none()
+    }
+
+    pub fn failed(&self) -> bool {
+        self.error_class.is_some()
     }
 }
 
@@ -121,6 +126,7 @@ fn build(raw: &str, failed: bool) -> Outcome {
         norm.push_str(&text_key(&raw[cut..]));
     }
     let trivial = is_trivial_text(&norm);
+    let error_class = failed.then(|| classify_error(raw));
     let preview = crate::payload::clip(norm.trim(), 160);
     let digest = if trivial {
         None
@@ -133,7 +139,7 @@ fn build(raw: &str, failed: bool) -> Outcome {
     };
     Outcome {
         digest,
-        failed,
+        error_class,
         preview,
     }
 }
@@ -203,11 +209,12 @@ pub fn normalise(text: &str) -> String {
 }
 
 /// How a failure is expected to behave on retry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
     Transient,
     Deterministic,
+    #[default]
     Unknown,
 }
 

@@ -145,7 +145,7 @@ pub struct FailureSig {
     pub key: String,
     pub tool: String,
     pub target: String,
-    pub class: String,
+    pub class: crate::outcome::ErrorClass,
     pub error: String,
     pub count: u32,
     pub epoch: u64,

@@ -3,7 +3,6 @@
 
 use crate::state::SessionState;
 use anyhow::{anyhow, bail, Context, Result};
-use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -54,8 +53,7 @@ impl Store {
 
     /// Session ids are untrusted: the file name is a hash, so no id can name a path.
     pub fn stem(session_id: &str) -> String {
-        let d = Sha256::digest(session_id.as_bytes());
-        d[..16].iter().map(|b| format!("{b:02x}")).collect()
+        crate::canon::text_key(session_id)
     }
 
     fn path(&self, stem: &str, ext: &str) -> PathBuf {

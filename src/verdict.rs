@@ -69,6 +69,9 @@ pub struct Verdict {
     pub reason: String,
     /// Counts and keys behind the decision, for the event log.
     pub evidence: Map<String, Value>,
+    /// A warning that a loop is under way, as opposed to an advisory hint: it counts as an
+    /// intervention for the escalation ladder and the Stop gate, as every denial does.
+    pub loop_warning: bool,
 }
 
 impl Verdict {
@@ -79,7 +82,18 @@ impl Verdict {
             severity,
             reason,
             evidence: Map::new(),
+            loop_warning: false,
         }
+    }
+
+    pub fn loop_warning(mut self) -> Self {
+        self.loop_warning = true;
+        self
+    }
+
+    /// Denials, and warnings that a loop is under way, are interventions; advisory hints are not.
+    pub fn is_intervention(&self) -> bool {
+        self.action >= Action::Deny || self.loop_warning
     }
 
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {

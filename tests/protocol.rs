@@ -1,6 +1,6 @@
 //! The core layers driven through the real binary: what Claude Code receives on each call.
 
-use crate::common::{fixture, Env, BIN};
+use crate::common::{fixture, Env, EVENT_KEYS};
 use serde_json::json;
 
 const FAIL: Result<&str, &str> = Err("Exit code 1\nerror: test failed, 3 failures");
@@ -201,20 +201,7 @@ fn every_event_is_one_jsonl_line_with_its_evidence() {
         .iter()
         .find(|e| e["detector"] == "dedup")
         .expect("a dedup event");
-    for key in [
-        "ts",
-        "session",
-        "agent",
-        "prompt_id",
-        "event",
-        "tool",
-        "detector",
-        "decision",
-        "enforced",
-        "severity",
-        "reason",
-        "evidence",
-    ] {
+    for key in EVENT_KEYS {
         assert!(e.get(key).is_some(), "missing {key} in {e}");
     }
     assert_eq!(e["evidence"]["identical_calls"], 3);
@@ -280,7 +267,6 @@ fn every_real_fixture_is_accepted() {
         seen += 1;
     }
     assert!(seen >= 50, "only {seen} fixtures ran");
-    let _ = BIN;
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use crate::clock::time_of_day;
 use crate::config::{Dedup, DedupMode};
 use crate::detectors::describe;
-use crate::outcome::{classify_error, ErrorClass, Outcome};
+use crate::outcome::{ErrorClass, Outcome};
 use crate::state::Run;
 use crate::verdict::{Action, Severity, Verdict};
 
@@ -76,13 +76,13 @@ fn repeat_message(run: &Run) -> String {
 /// Transient failures (a 503, a reset connection) are expected to change by themselves: they never
 /// count as the same result again here; the identical-failure breaker gives them their own budget.
 pub fn record(run: &mut Run, outcome: &Outcome, call_epoch: u64, now_ms: u64) {
-    let transient = outcome.failed && classify_error(&outcome.preview) == ErrorClass::Transient;
+    let transient = outcome.error_class == Some(ErrorClass::Transient);
     let same = !outcome.is_trivial()
         && !transient
         && run.count > 0
         && run.outcome == outcome.digest
         && run.epoch == call_epoch;
-    run.failed = outcome.failed;
+    run.failed = outcome.failed();
     if same {
         run.count += 1;
     } else {

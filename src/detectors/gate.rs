@@ -113,6 +113,7 @@ pub fn on_output(run: &mut Run, tool: &str, turn: u32, poll: bool, cfg: &Gate) -
     block(run, turn, &reason);
     first.then(|| {
         Verdict::new(NAME, Action::Warn, Severity::Medium, reason)
+            .loop_warning()
             .with("signal", "BLOCK_OUTPUT")
             .with("identical_outputs", run.count)
     })

@@ -9,7 +9,7 @@
 use crate::clock::time_of_day;
 use crate::config::IdenticalFailure;
 use crate::detectors::describe;
-use crate::outcome::{classify_error, ErrorClass, Outcome};
+use crate::outcome::{ErrorClass, Outcome};
 use crate::state::{AgentState, FailureSig};
 use crate::verdict::{Action, Severity, Verdict};
 
@@ -21,14 +21,6 @@ fn retries(cfg: &IdenticalFailure, class: ErrorClass) -> u32 {
         ErrorClass::Transient => cfg.transient_retries,
         ErrorClass::Deterministic => cfg.deterministic_retries,
         ErrorClass::Unknown => cfg.unknown_retries,
-    }
-}
-
-fn class_of(name: &str) -> ErrorClass {
-    match name {
-        "transient" => ErrorClass::Transient,
-        "deterministic" => ErrorClass::Deterministic,
-        _ => ErrorClass::Unknown,
     }
 }
 
@@ -47,14 +39,13 @@ pub fn on_failure(
     key: &str,
     tool: &str,
     target: &str,
-    error: &str,
     outcome: &Outcome,
     epoch: u64,
     now_ms: u64,
     cfg: &IdenticalFailure,
 ) {
     prune(agent, now_ms, cfg);
-    let class = classify_error(error);
+    let class = outcome.error_class.unwrap_or_default();
     let sig = match class {
         ErrorClass::Unknown => format!("{key}:{}", outcome.digest.as_deref().unwrap_or("")),
         c => format!("{key}:{}", c.name()),
@@ -73,7 +64,7 @@ pub fn on_failure(
         key: key.to_string(),
         tool: tool.to_string(),
         target: target.to_string(),
-        class: class.name().to_string(),
+        class,
         first_ms: now_ms,
         epoch,
         ..FailureSig::default()
@@ -110,7 +101,7 @@ pub fn check(
         .values()
         .filter(|s| s.key == key && s.epoch == agent.epoch)
         .filter(|s| now_ms.saturating_sub(s.last_ms) <= ttl)
-        .filter(|s| s.count > retries(cfg, class_of(&s.class)))
+        .filter(|s| s.count > retries(cfg, s.class))
         .max_by_key(|s| s.count)?;
     let reason = format!(
         "LOOP_DETECTED (loopgate): {} has failed {} times with the same {} error (first {}, last {}): «{}». \
@@ -118,7 +109,7 @@ pub fn check(
          or ask the user how to proceed.",
         describe(&s.tool, &s.target),
         s.count,
-        s.class,
+        s.class.name(),
         time_of_day(s.first_ms),
         time_of_day(s.last_ms),
         crate::payload::clip(&s.error, 160),
@@ -126,8 +117,8 @@ pub fn check(
     Some(
         Verdict::new(NAME, Action::Deny, Severity::of_count(s.count + 2), reason)
             .with("failures", s.count)
-            .with("error_class", s.class.clone())
-            .with("retries_allowed", retries(cfg, class_of(&s.class))),
+            .with("error_class", s.class.name())
+            .with("retries_allowed", retries(cfg, s.class)),
     )
 }
 
@@ -143,7 +134,6 @@ mod tests {
             "k",
             "Bash",
             "npm run buld",
-            err,
             &of_failure(err),
             epoch,
             1000,

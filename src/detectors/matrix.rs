@@ -94,6 +94,7 @@ pub fn on_outcome(
             });
             return Some(
                 Verdict::new(NAME, Action::Warn, Severity::High, reason)
+                    .loop_warning()
                     .with("signal", signal)
                     .with("streak", n)
                     .with("blocked", true),
@@ -109,6 +110,7 @@ pub fn on_outcome(
         );
         return Some(
             Verdict::new(NAME, Action::Warn, Severity::of_count(n), reason)
+                .loop_warning()
                 .with("signal", signal)
                 .with("streak", n),
         );

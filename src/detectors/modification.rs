@@ -132,6 +132,7 @@ pub fn record(
             Severity::of_count(n + 2),
             guidance(path, n, rejected, cfg.window_minutes),
         )
+        .loop_warning()
         .with("edits_same_code", edits)
         .with("rejected", rejected)
         .with("stage", 1),

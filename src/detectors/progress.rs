@@ -21,15 +21,6 @@ pub enum Judgement {
     NoProgress,
 }
 
-pub struct StopInput<'a> {
-    pub turn: &'a Turn,
-    pub stop_hook_active: bool,
-    /// `CLAUDE_CODE_SESSION_ATTENDED`: `Some(false)` for `claude -p` and background sessions.
-    pub attended: Option<bool>,
-    /// Worktree fingerprint now, `None` outside git.
-    pub now_fingerprint: Option<&'a str>,
-}
-
 /// Whether the gate acts in this session at all (enabled, and attended only when configured).
 pub fn may_act(attended: Option<bool>, cfg: &Progress) -> bool {
     cfg.enabled
@@ -39,30 +30,44 @@ pub fn may_act(attended: Option<bool>, cfg: &Progress) -> bool {
         }
 }
 
-pub fn judge(input: &StopInput, cfg: &Progress) -> Judgement {
-    if !may_act(input.attended, cfg) {
+/// Judges the turn. `scan` reads the worktree fingerprint (`None` outside git); it is the costliest
+/// thing a hook call can do, so it runs only when the answer depends on it: a turn that changed
+/// files through its tools, or showed no sign of trying and failing, is judged without it.
+pub fn judge(
+    turn: &Turn,
+    attended: Option<bool>,
+    cfg: &Progress,
+    scan: impl FnOnce() -> Option<String>,
+) -> Judgement {
+    if !may_act(attended, cfg) {
         return Judgement::NotApplicable;
     }
-    let t = input.turn;
-    let trying = t.edit_failures > 0 || t.interventions > 0;
-    let (Some(now), Some(base)) = (input.now_fingerprint, input.turn.baseline.as_deref()) else {
+    if turn.changes > 0 {
+        return Judgement::Progress;
+    }
+    let Some(base) = turn.baseline.as_deref() else {
         return Judgement::NotApplicable;
     };
-    if now != base {
-        Judgement::Progress
-    } else if trying {
-        Judgement::NoProgress
-    } else {
-        Judgement::QuietTurn
+    if turn.edit_failures == 0 && turn.interventions == 0 {
+        return Judgement::QuietTurn;
+    }
+    match scan() {
+        None => Judgement::NotApplicable,
+        Some(now) if now != base => Judgement::Progress,
+        Some(_) => Judgement::NoProgress,
     }
 }
 
 /// Blocks the Stop when the judgement is no progress and the per-turn budget allows.
-pub fn check(input: &StopInput, judgement: Judgement, cfg: &Progress) -> Option<Verdict> {
+pub fn check(
+    t: &Turn,
+    stop_hook_active: bool,
+    judgement: Judgement,
+    cfg: &Progress,
+) -> Option<Verdict> {
     if judgement != Judgement::NoProgress {
         return None;
     }
-    let t = input.turn;
     // Claude Code ends the turn itself after 9 blocks; stay well below, and never block once the
     // budget is spent, whatever stop_hook_active says.
     if t.stop_blocks >= cfg.max_blocks.min(8) {
@@ -97,22 +102,13 @@ pub fn check(input: &StopInput, judgement: Judgement, cfg: &Progress) -> Option<
             .with("interventions", t.interventions)
             .with("stop_blocks", t.stop_blocks)
             .with("max_blocks", cfg.max_blocks)
-            .with("stop_hook_active", input.stop_hook_active),
+            .with("stop_hook_active", stop_hook_active),
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn input(turn: &Turn, now: Option<&'static str>) -> StopInput<'static> {
-        StopInput {
-            turn: Box::leak(Box::new(turn.clone())),
-            stop_hook_active: false,
-            attended: Some(false),
-            now_fingerprint: now,
-        }
-    }
 
     fn failing_turn() -> Turn {
         Turn {
@@ -123,41 +119,64 @@ mod tests {
         }
     }
 
+    fn fp(s: &str) -> impl FnOnce() -> Option<String> + '_ {
+        move || Some(s.to_string())
+    }
+
+    fn no_scan() -> Option<String> {
+        panic!("this judgement must not scan the worktree")
+    }
+
     #[test]
     fn blocks_only_failing_turns_without_change() {
         let cfg = Progress::default();
         let t = failing_turn();
-        let j = judge(&input(&t, Some("f0")), &cfg);
+        let j = judge(&t, Some(false), &cfg, fp("f0"));
         assert_eq!(j, Judgement::NoProgress);
-        assert!(check(&input(&t, Some("f0")), j, &cfg).is_some());
-        assert_eq!(judge(&input(&t, Some("f1")), &cfg), Judgement::Progress);
+        assert!(check(&t, false, j, &cfg).is_some());
+        assert_eq!(judge(&t, Some(false), &cfg, fp("f1")), Judgement::Progress);
+        assert_eq!(
+            judge(&t, Some(false), &cfg, || None),
+            Judgement::NotApplicable
+        );
         let quiet = Turn {
             baseline: Some("f0".into()),
             ..Turn::default()
         };
         assert_eq!(
-            judge(&input(&quiet, Some("f0")), &cfg),
+            judge(&quiet, Some(false), &cfg, no_scan),
             Judgement::QuietTurn
         );
-        assert_eq!(judge(&input(&t, None), &cfg), Judgement::NotApplicable);
+        let changed = Turn {
+            changes: 1,
+            ..failing_turn()
+        };
+        assert_eq!(
+            judge(&changed, Some(false), &cfg, no_scan),
+            Judgement::Progress
+        );
     }
 
     #[test]
     fn attended_sessions_and_spent_budgets_pass() {
         let cfg = Progress::default();
         let t = failing_turn();
-        let mut i = input(&t, Some("f0"));
-        i.attended = Some(true);
-        assert_eq!(judge(&i, &cfg), Judgement::NotApplicable);
+        assert_eq!(
+            judge(&t, Some(true), &cfg, no_scan),
+            Judgement::NotApplicable
+        );
         let always = Progress {
             when: When::Always,
             ..Progress::default()
         };
-        assert_eq!(judge(&i, &always), Judgement::NoProgress);
+        assert_eq!(
+            judge(&t, Some(true), &always, fp("f0")),
+            Judgement::NoProgress
+        );
         let spent = Turn {
             stop_blocks: 2,
             ..failing_turn()
         };
-        assert!(check(&input(&spent, Some("f0")), Judgement::NoProgress, &cfg).is_none());
+        assert!(check(&spent, true, Judgement::NoProgress, &cfg).is_none());
     }
 }

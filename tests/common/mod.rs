@@ -10,6 +10,22 @@ use tempfile::TempDir;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_loopgate");
 
+/// The keys every events.jsonl line promises.
+pub const EVENT_KEYS: [&str; 12] = [
+    "ts",
+    "session",
+    "agent",
+    "prompt_id",
+    "event",
+    "tool",
+    "detector",
+    "decision",
+    "enforced",
+    "severity",
+    "reason",
+    "evidence",
+];
+
 pub struct Env {
     _dir: TempDir,
     pub state: PathBuf,

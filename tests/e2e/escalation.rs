@@ -45,18 +45,6 @@ fn session_id(run: &Run) -> String {
     ids[0].to_string()
 }
 
-fn status_json(s: &Scenario) -> Value {
-    let out = s.loopgate(&["status", "--json"]);
-    assert!(
-        out.status.success(),
-        "status: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sessions: Value = serde_json::from_slice(&out.stdout).expect("status --json is JSON");
-    assert_eq!(sessions.as_array().map(Vec::len), Some(1), "{sessions:#}");
-    sessions[0].clone()
-}
-
 #[test]
 fn e2e_stage_three_escalation_ends_the_unattended_run() {
     let Some(mut s) = Scenario::new("escalation") else {
@@ -202,7 +190,7 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
     );
     assert_event_shape(&run);
 
-    let status = status_json(&s);
+    let status = s.status_json();
     assert_eq!(status["totals"]["escalations"], 1, "{status:#}");
 }
 
@@ -287,7 +275,7 @@ fn e2e_three_looping_turns_open_the_circuit_breaker() {
         run.summary()
     );
 
-    let status = status_json(&s);
+    let status = s.status_json();
     let breaker = &status["breaker"];
     assert_eq!(breaker["state"], "OPEN", "{status:#}");
     assert_eq!(breaker["no_progress_turns"], 3, "{status:#}");

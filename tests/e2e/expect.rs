@@ -177,22 +177,8 @@ pub fn assert_clean_exit(run: &Run) {
 
 /// Asserts every events.jsonl line has the keys the log format promises.
 pub fn assert_event_shape(run: &Run) {
-    const KEYS: [&str; 12] = [
-        "ts",
-        "session",
-        "agent",
-        "prompt_id",
-        "event",
-        "tool",
-        "detector",
-        "decision",
-        "enforced",
-        "severity",
-        "reason",
-        "evidence",
-    ];
     for e in &run.events {
-        for k in KEYS {
+        for k in crate::common::EVENT_KEYS {
             assert!(e.get(k).is_some(), "events.jsonl line without {k}: {e}");
         }
     }

@@ -268,11 +268,7 @@ impl Scenario {
         let mut child = self.spawn_claude(prompt, &api, &out_dir);
         let (status, timed_out) = wait_bounded(&mut child, RUN_TIMEOUT);
         kill_group(&child);
-        let run = Run::collect(self, &api, &out_dir, status, timed_out, started.elapsed());
-        run.save(&out_dir);
-        let _ = fs::copy(self.settings_path(), out_dir.join("settings.json"));
-        self.publish_artifacts(&out_dir);
-        run
+        self.collect(&api, &out_dir, status, timed_out, started)
     }
 
     /// One session fed several prompts: `claude -p --input-format stream-json`, each prompt a
@@ -316,10 +312,22 @@ impl Scenario {
         let left = deadline.saturating_duration_since(Instant::now());
         let (status, timed_out) = wait_bounded(&mut child, left);
         kill_group(&child);
-        let run = Run::collect(self, &api, &out_dir, status, timed_out, started.elapsed());
-        run.save(&out_dir);
+        self.collect(&api, &out_dir, status, timed_out, started)
+    }
+
+    /// Gathers what a finished run left: requests, stream, transcript, events; saved and published.
+    fn collect(
+        &self,
+        api: &FakeApi,
+        out_dir: &Path,
+        status: Option<std::process::ExitStatus>,
+        timed_out: bool,
+        started: Instant,
+    ) -> Run {
+        let run = Run::collect(self, api, out_dir, status, timed_out, started.elapsed());
+        run.save(out_dir);
         let _ = fs::copy(self.settings_path(), out_dir.join("settings.json"));
-        self.publish_artifacts(&out_dir);
+        self.publish_artifacts(out_dir);
         run
     }
 
@@ -410,6 +418,20 @@ impl Scenario {
             .current_dir(&self.project)
             .output()
             .expect("run loopgate")
+    }
+
+    /// The one session of this scenario, from `loopgate status --json`.
+    pub fn status_json(&self) -> serde_json::Value {
+        let out = self.loopgate(&["status", "--json"]);
+        assert!(
+            out.status.success(),
+            "status: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let sessions: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("status --json is JSON");
+        assert_eq!(sessions.as_array().map(Vec::len), Some(1), "{sessions:#}");
+        sessions[0].clone()
     }
 
     pub fn tmp_dir(&self) -> &Path {

@@ -191,7 +191,7 @@ fn e2e_parallel_identical_calls_are_counted_exactly() {
     // Six PreToolUse hooks ran, three at a time, and three PostToolUse hooks at once: exactly
     // six calls and three identical outcomes must be on record. A lost update shows as fewer,
     // a call counted again from PostToolBatch as more.
-    let status = status_json(&s);
+    let status = s.status_json();
     assert_eq!(status["totals"]["calls"], 6, "calls: {status:#}");
     let entry = status["agents"]["main"]["repeats"]
         .as_array()
@@ -200,19 +200,6 @@ fn e2e_parallel_identical_calls_are_counted_exactly() {
         .clone();
     assert_eq!(entry["total"], 6, "{entry}");
     assert_eq!(entry["identical_in_a_row"], 3, "{entry}");
-}
-
-/// The one session of this scenario, from `loopgate status --json`.
-fn status_json(s: &Scenario) -> Value {
-    let out = s.loopgate(&["status", "--json"]);
-    assert!(
-        out.status.success(),
-        "status: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sessions: Value = serde_json::from_slice(&out.stdout).expect("status --json is JSON");
-    assert_eq!(sessions.as_array().map(Vec::len), Some(1), "{sessions:#}");
-    sessions[0].clone()
 }
 
 #[test]
