@@ -10,7 +10,7 @@ use crate::git::Git;
 use crate::payload::{clip, Event, Payload};
 use crate::render;
 use crate::state::SessionState;
-use crate::store::Store;
+use crate::store::{LockBusy, Store};
 use crate::verdict::strongest;
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
@@ -19,6 +19,10 @@ use std::time::Duration;
 
 /// Stdin larger than this is not a hook payload we can judge in time.
 const MAX_INPUT: u64 = 64 << 20;
+
+/// The longest wait for the session lock whatever the config says: a hook must stay fast even
+/// when another process holds the lock on purpose. Past it the call is judged without saving.
+const MAX_LOCK_WAIT_MS: u64 = 5000;
 
 pub fn run(cli: &Cli, expected: Event) -> Exit {
     let mut input = Vec::new();
@@ -39,11 +43,10 @@ pub fn run(cli: &Cli, expected: Event) -> Exit {
             }
             if let Some(out) = done.stdout {
                 let mut so = std::io::stdout().lock();
-                if so
-                    .write_all(out.as_bytes())
-                    .and_then(|_| so.flush())
-                    .is_err()
-                {
+                if let Err(e) = so.write_all(out.as_bytes()).and_then(|_| so.flush()) {
+                    if done.problems.is_empty() {
+                        say(&format!("cannot write the answer to stdout: {e}"));
+                    }
                     return Exit::FailOpen;
                 }
             }
@@ -86,14 +89,57 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     });
     let mut problems = loaded.problems;
     let cfg = loaded.config;
-    let store = Store::open(&state_dir(cli)?)?;
+    // Things the human must hear about (tamper, a lost state): a `systemMessage` and a log line,
+    // while the call itself is still judged.
+    let mut notices: Vec<String> = Vec::new();
+    let store = open_store(cli, &mut notices)?;
     let now_ms = crate::clock::now_ms();
-    let lock = store.lock(
-        &payload.session_id,
-        Duration::from_millis(cfg.lock_timeout_ms),
-    )?;
-    let (loaded_state, quarantined) = store.load(&lock)?;
-    let mut state = loaded_state.unwrap_or_else(|| SessionState::new(&payload.session_id, now_ms));
+    let wait = Duration::from_millis(cfg.lock_timeout_ms.min(MAX_LOCK_WAIT_MS));
+    let lock = match store.lock(&payload.session_id, wait) {
+        Ok(l) => Some(l),
+        Err(e) if e.downcast_ref::<LockBusy>().is_some() => {
+            notices.push(format!(
+                "{e:#}; this call was judged on a read-only copy of the session state and not \
+                 recorded (a process holding the lock on purpose cannot switch loopgate off)"
+            ));
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let (loaded_state, quarantined) = match &lock {
+        Some(l) => store.load(l)?,
+        None => (Store::peek(&store.state_path(&payload.session_id)), None),
+    };
+    if let Some(q) = &quarantined {
+        notices.push(format!(
+            "session state was unusable ({}) and has been moved to {}; loop counts start again \
+             from zero",
+            q.why,
+            q.path.display()
+        ));
+    }
+    let fresh = || SessionState::new(&payload.session_id, now_ms);
+    let mut state = match loaded_state {
+        Some(s) if s.session != clip(&payload.session_id, 128) => {
+            notices.push(
+                "the session's state file was replaced by another session's state; it is \
+                 ignored and loop counts start again from zero"
+                    .into(),
+            );
+            fresh()
+        }
+        Some(s) => s,
+        None => {
+            if quarantined.is_none() && lock.as_ref().is_some_and(|l| l.session_known()) {
+                notices.push(
+                    "the session's state file vanished since the last call (deleted by a tool?); \
+                     loop counts start again from zero"
+                        .into(),
+                );
+            }
+            fresh()
+        }
+    };
     let attended = std::env::var("CLAUDE_CODE_SESSION_ATTENDED")
         .ok()
         .map(|v| v.trim() != "0");
@@ -106,7 +152,11 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         state_dir: Some(store.dir()),
     };
     let verdicts = engine::handle(&mut state, &payload, event, &ctx);
-    store.save(&lock, &state)?;
+    if let Some(l) = &lock {
+        store.save(l, &state)?;
+    }
+    // The OS frees memory at exit: dropping a large state is work nobody needs.
+    std::mem::forget(state);
     let enforced = cfg.mode == Mode::Enforce;
     let meta = events::Meta {
         payload: &payload,
@@ -115,34 +165,90 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         enforced,
         preview: cfg.log.preview.then(|| preview(&payload)).flatten(),
     };
-    let lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
-    let log_timeout = Duration::from_millis(cfg.lock_timeout_ms);
+    let mut lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
+    lines.extend(notices.iter().map(|n| notice_line(&meta, n)));
+    let log_timeout = Duration::from_millis(cfg.lock_timeout_ms.min(MAX_LOCK_WAIT_MS));
     if let Err(e) = events::append(store.dir(), &lines, &cfg.log, log_timeout) {
         problems.push(format!("{e:#}"));
     }
     drop(lock);
-    if let Some(q) = quarantined {
-        // Claude Code ignores stdout on exit 1, so this call proceeds unjudged; state is fresh.
-        problems.push(format!(
-            "session state was unreadable and has been moved to {}; starting fresh",
-            q.0.display()
-        ));
-        return Ok(Done {
-            stdout: None,
-            problems,
-            exit: Exit::FailOpen,
-        });
-    }
-    let stdout = if enforced {
+    let answer = if enforced {
         strongest(&verdicts).and_then(|v| render::answer(event, v))
     } else {
         None
     };
+    let stdout = with_notices(answer, &notices);
+    if !notices.is_empty() {
+        // Also on stderr, for logs that keep it; exit 0 keeps the answer (and the notice) valid.
+        problems.extend(notices);
+    }
     Ok(Done {
         stdout,
         problems,
         exit: Exit::Ok,
     })
+}
+
+/// The configured state dir, or the private per-user fallback (with a notice) when it is
+/// unusable: replaced by a file, `chmod 000`, owned or writable by someone else.
+fn open_store(cli: &Cli, notices: &mut Vec<String>) -> Result<Store> {
+    let dir = state_dir(cli)?;
+    let e = match Store::open(&dir) {
+        Ok(s) => return Ok(s),
+        Err(e) => e,
+    };
+    let Some(fallback) = Store::fallback_dir().filter(|f| *f != dir) else {
+        return Err(e.context("and no fallback state dir"));
+    };
+    let store = Store::open(&fallback).with_context(|| {
+        format!(
+            "state dir {} is unusable and so is the fallback {}",
+            dir.display(),
+            fallback.display()
+        )
+    })?;
+    notices.push(format!(
+        "the state dir is unusable ({e:#}); using the private fallback {} until it is repaired",
+        fallback.display()
+    ));
+    Ok(store)
+}
+
+/// An event-log line for a notice (not a verdict: nothing was denied for it).
+fn notice_line(m: &events::Meta, notice: &str) -> serde_json::Value {
+    serde_json::json!({
+        "ts": crate::clock::rfc3339(m.now_ms),
+        "session": clip(&m.payload.session_id, 128),
+        "agent": clip(m.payload.agent(), 64),
+        "prompt_id": m.payload.prompt_id,
+        "event": m.event.name(),
+        "tool": m.payload.tool_name,
+        "detector": "state_store",
+        "loop_type": "other",
+        "decision": "notice",
+        "enforced": m.enforced,
+        "severity": "high",
+        "reason": format!("loopgate: {notice}"),
+    })
+}
+
+/// Adds the notices to the answer's `systemMessage` (the human sees it, the model does not), or
+/// answers with only a `systemMessage` when there was nothing else to say.
+fn with_notices(answer: Option<String>, notices: &[String]) -> Option<String> {
+    if notices.is_empty() {
+        return answer;
+    }
+    let text = format!("loopgate: {}", notices.join("; "));
+    let mut v = answer
+        .and_then(|a| serde_json::from_str::<serde_json::Value>(&a).ok())
+        .filter(serde_json::Value::is_object)
+        .unwrap_or_else(|| serde_json::json!({}));
+    let msg = match v.get("systemMessage").and_then(|m| m.as_str()) {
+        Some(m) => format!("{m} | {text}"),
+        None => text,
+    };
+    v["systemMessage"] = serde_json::Value::String(msg);
+    Some(v.to_string())
 }
 
 fn preview(p: &Payload) -> Option<String> {
@@ -167,7 +273,9 @@ fn env_is(name: &str, value: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == value)
 }
 
-/// Claude Code shows the hook's stderr to the user: keep it to one line per problem.
+/// Claude Code shows the hook's stderr to the user: keep it to one line per problem. A stderr that
+/// cannot be written (closed, `/dev/full`) is ignored: there is nobody left to tell.
 pub fn say(msg: &str) {
-    eprintln!("loopgate: {}", clip(&msg.replace('\n', " "), 400));
+    let line = format!("loopgate: {}\n", clip(&msg.replace('\n', " "), 400));
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

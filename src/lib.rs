@@ -7,6 +7,7 @@ pub mod canon;
 pub mod cli;
 pub mod clock;
 pub mod cmd;
+pub mod codec;
 pub mod config;
 pub mod detectors;
 pub mod engine;
@@ -32,6 +33,13 @@ use std::time::Duration;
 
 /// Runs the CLI. A panic anywhere fails open: one stderr line, exit 1, the tool call proceeds.
 pub fn main_entry() -> ExitCode {
+    // A file-size limit (`ulimit -f`) must surface as EFBIG on the write, handled like any write
+    // error, not as a silent SIGXFSZ death. A handler (rather than SIG_IGN, which needs unsafe)
+    // has the same effect on the write.
+    let _ = signal_hook::flag::register(
+        signal_hook::consts::SIGXFSZ,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    );
     std::panic::set_hook(Box::new(|info| {
         let msg = info
             .payload()
@@ -47,16 +55,32 @@ pub fn main_entry() -> ExitCode {
 }
 
 fn run() -> Exit {
+    // Hook calls (one process per tool call) skip clap: its parser is built and run only for the
+    // manual commands.
+    if let Some(cli) = hook_cli(std::env::args_os().skip(1)) {
+        let event = cli.command.hook_event().expect("a hook subcommand");
+        return hook::run(&cli, event);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            // clap exits 2 on usage errors (Claude Code reads 2 as a block) and prints several
+            // lines: one line, exit 1.
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("usage error");
+            hook::say(&format!(
+                "{} (see `loopgate --help`)",
+                first.trim().trim_start_matches("error: ")
+            ));
+            return Exit::FailOpen;
+        }
         Err(e) => {
+            // --help, --version: their text on stdout, exit 0.
             let _ = e.print();
-            // clap exits 2 on usage errors; Claude Code reads 2 as a block, so map it to 1.
-            return if e.use_stderr() {
-                Exit::FailOpen
-            } else {
-                Exit::Ok
-            };
+            return Exit::Ok;
         }
     };
     if let Some(event) = cli.command.hook_event() {
@@ -69,6 +93,49 @@ fn run() -> Exit {
             Exit::FailOpen
         }
     }
+}
+
+/// Parses a hook call's arguments by hand: exactly one hook subcommand, plus the global
+/// `--observe`, `--state-dir DIR` and `--config FILE` (also as `--opt=value`), in any order.
+/// Anything else (`--help`, a typo, a manual command) returns `None` and goes to clap.
+pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cli> {
+    use cli::Command as C;
+    let mut args = args.into_iter();
+    let (mut state_dir, mut config, mut observe, mut command) = (None, None, false, None);
+    while let Some(arg) = args.next() {
+        let s = arg.to_str()?;
+        let (name, inline) = match s.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ => (s, None),
+        };
+        let mut value = || -> Option<std::path::PathBuf> {
+            let v = match inline {
+                Some(v) => v.into(),
+                None => args.next()?,
+            };
+            (!v.is_empty()).then(|| v.into())
+        };
+        match name {
+            "--observe" if inline.is_none() => observe = true,
+            "--state-dir" => state_dir = Some(value()?),
+            "--config" => config = Some(value()?),
+            _ if inline.is_some() || command.is_some() => return None,
+            "pre-tool-use" => command = Some(C::PreToolUse),
+            "post-tool-use" => command = Some(C::PostToolUse),
+            "post-tool-use-failure" => command = Some(C::PostToolUseFailure),
+            "post-tool-batch" => command = Some(C::PostToolBatch),
+            "stop" => command = Some(C::Stop),
+            "subagent-stop" => command = Some(C::SubagentStop),
+            "user-prompt-submit" => command = Some(C::UserPromptSubmit),
+            _ => return None,
+        }
+    }
+    Some(Cli {
+        state_dir,
+        config,
+        observe,
+        command: command?,
+    })
 }
 
 fn manual(cli: &Cli) -> anyhow::Result<()> {
@@ -112,5 +179,52 @@ fn manual(cli: &Cli) -> anyhow::Result<()> {
             cmd::replay::run(paths, &loaded.config, *json, *blocks_only)
         }
         _ => unreachable!("hook subcommands are handled before"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn hand(args: &[&str]) -> Option<Cli> {
+        hook_cli(args.iter().map(Into::into))
+    }
+
+    #[test]
+    fn hook_argv_parses_like_clap() {
+        for args in [
+            &["pre-tool-use"][..],
+            &["--observe", "post-tool-use"],
+            &["stop", "--state-dir", "/s", "--config=/c"],
+            &["--state-dir=/s", "user-prompt-submit", "--observe"],
+            &["--config", "/c", "post-tool-use-failure"],
+            &["post-tool-batch"],
+            &["subagent-stop"],
+        ] {
+            let h = hand(args).unwrap_or_else(|| panic!("{args:?} not parsed by hand"));
+            let c = Cli::try_parse_from(std::iter::once("loopgate").chain(args.iter().copied()))
+                .unwrap();
+            assert_eq!(format!("{h:?}"), format!("{c:?}"), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn everything_else_goes_to_clap() {
+        for args in [
+            &[][..],
+            &["status"],
+            &["--help"],
+            &["pre-tool-use", "--help"],
+            &["pre-tool-use", "stop"],
+            &["pre-tool-use", "extra"],
+            &["--state-dir"],
+            &["--state-dir", "", "stop"],
+            &["--observe=1", "stop"],
+            &["--bogus", "stop"],
+            &["Stop"],
+        ] {
+            assert!(hand(args).is_none(), "{args:?} parsed by hand");
+        }
     }
 }

@@ -182,7 +182,7 @@ pub struct Call {
     pub at_ms: u64,
     pub epoch: u64,
     pub status: CallStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub outcome: Option<String>,
 }
 
@@ -206,9 +206,7 @@ pub struct Run {
     /// Start times of the latest calls, for the sliding call-rate window.
     pub recent_ms: VecDeque<u64>,
     /// Blocked by the per-turn gate for the rest of this turn (turn number, reason).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked_turn: Option<u32>,
-    #[serde(skip_serializing_if = "String::is_empty")]
     pub blocked_reason: String,
     /// Every call of this identity in the session (strict mode counts these).
     pub total: u32,

@@ -1,15 +1,32 @@
-//! The state directory: one JSON file per session, guarded by a separate lock file that spans the
-//! whole read–modify–write, written atomically (temp file, fsync, rename).
+//! The state directory: one binary state file per session ([`crate::codec`]), guarded by a
+//! separate lock file that spans the whole read–modify–write.
+//!
+//! Loop counters are a cache of recent calls, not user data, so a state is written in place, with
+//! no fsync, into one of two slots of its file, alternately: slot 0 at offset 0, slot 1 at
+//! [`SLOT`]. A writer killed mid-write leaves a slot whose checksum fails and the other slot
+//! intact; the reader takes the valid slot with the higher generation. No temp file, no rename
+//! (on ext4 a rename over an existing file starts writeback), nothing to clean up. A power loss
+//! can cost the last few seconds of counts; a file with no valid slot is moved aside and the
+//! session starts fresh — never misread.
+//!
+//! Every file is opened with `O_NOFOLLOW` and `O_NONBLOCK`: a symlink, FIFO or device planted in
+//! the state dir is refused (and a state path that is one is moved aside), never followed or read.
 
+use crate::codec;
 use crate::state::SessionState;
 use anyhow::{anyhow, bail, Context, Result};
+use std::cell::{Cell, RefCell};
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{Read, Write};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// A state file larger than this cannot be ours (they are capped far below): treat it as corrupt.
-const MAX_STATE_BYTES: u64 = 4 << 20;
+/// Where slot 1 starts, and so the largest encoded state (header included) a slot holds.
+pub const SLOT: u64 = 256 << 10;
+/// A state file larger than two slots cannot be ours: treat it as corrupt.
+const MAX_STATE_BYTES: u64 = 2 * SLOT;
+/// Extension of session state files.
+pub const EXT: &str = "state";
 
 pub struct Store {
     dir: PathBuf,
@@ -18,20 +35,76 @@ pub struct Store {
 /// Held for the whole read–modify–write; the OS drops the lock when the process exits, even on a
 /// crash, so no stale-lock cleanup is ever needed.
 pub struct SessionLock {
-    _file: File,
+    file: File,
     state_path: PathBuf,
+    /// A state was saved for this session before (the lock file carries a mark): a missing state
+    /// file then means it vanished.
+    known: bool,
+    /// The open state file and the slot and generation it was read from.
+    state: RefCell<Option<File>>,
+    slot: Cell<Option<(u64, u64)>>,
 }
 
-/// A state that could not be read was moved here; the caller reports it.
-pub struct Quarantined(pub PathBuf);
+impl SessionLock {
+    /// Whether a state was saved for this session by an earlier call.
+    pub fn session_known(&self) -> bool {
+        self.known
+    }
+}
+
+/// A state that could not be used was moved here; the caller reports it.
+pub struct Quarantined {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// The lock was not ours within the deadline: the caller may judge without saving.
+#[derive(Debug)]
+pub struct LockBusy(pub Duration);
+
+impl std::fmt::Display for LockBusy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "session state stayed locked by another process for {} ms",
+            self.0.as_millis()
+        )
+    }
+}
+
+impl std::error::Error for LockBusy {}
 
 impl Store {
-    /// Opens (creating if needed, owner-only) the state directory.
+    /// Opens (creating if needed, owner-only) the state directory. A directory that someone else
+    /// owns, that others may write to, or whose `sessions` is not a real directory is refused:
+    /// state there could be swapped under us.
     pub fn open(dir: &Path) -> Result<Store> {
         let sessions = dir.join("sessions");
-        if !sessions.is_dir() {
-            create_private_dir(dir)?;
-            create_private_dir(&sessions)?;
+        match fs::symlink_metadata(&sessions) {
+            Ok(m) if m.file_type().is_dir() => {}
+            Ok(_) => bail!("{} is not a directory", sessions.display()),
+            Err(_) => {
+                create_private_dir(dir)?;
+                create_private_dir(&sessions)?;
+            }
+        }
+        let uid = own_uid()?;
+        for d in [dir, sessions.as_path()] {
+            let m = fs::metadata(d).with_context(|| format!("cannot stat {}", d.display()))?;
+            if m.uid() != uid {
+                bail!(
+                    "state dir {} belongs to uid {}, not to us",
+                    d.display(),
+                    m.uid()
+                );
+            }
+            if m.mode() & 0o022 != 0 {
+                bail!(
+                    "state dir {} is writable by others (mode {:o})",
+                    d.display(),
+                    m.mode() & 0o777
+                );
+            }
         }
         Ok(Store {
             dir: dir.to_path_buf(),
@@ -51,6 +124,15 @@ impl Store {
         )
     }
 
+    /// The private per-user fallback when the configured state dir is unusable:
+    /// `$XDG_RUNTIME_DIR/loopgate`, else `<temp dir>/loopgate-<uid>`.
+    pub fn fallback_dir() -> Option<PathBuf> {
+        if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+            return Some(PathBuf::from(run).join("loopgate"));
+        }
+        Some(std::env::temp_dir().join(format!("loopgate-{}", own_uid().ok()?)))
+    }
+
     /// Session ids are untrusted: the file name is a hash, so no id can name a path.
     pub fn stem(session_id: &str) -> String {
         crate::canon::text_key(session_id)
@@ -61,6 +143,7 @@ impl Store {
     }
 
     /// Takes the session lock, waiting at most `timeout`: a wedged peer must never hang the agent.
+    /// A lock still held at the deadline is a [`LockBusy`] error.
     pub fn lock(&self, session_id: &str, timeout: Duration) -> Result<SessionLock> {
         self.lock_stem(&Self::stem(session_id), timeout)
     }
@@ -70,47 +153,106 @@ impl Store {
         let file = open_private(&lock_path)
             .with_context(|| format!("cannot open lock file {}", lock_path.display()))?;
         lock_within(&file, &lock_path, timeout, "session state")?;
+        let known = file.metadata().map(|m| m.len() > 0).unwrap_or(false);
         Ok(SessionLock {
-            _file: file,
-            state_path: self.path(stem, "json"),
+            file,
+            state_path: self.path(stem, EXT),
+            known,
+            state: RefCell::new(None),
+            slot: Cell::new(None),
         })
     }
 
-    /// Reads the session state. Unreadable state is moved aside (never deleted) and a fresh one
+    /// Reads the session state. Unusable state is moved aside (never deleted) and `None`
     /// returned, so one bad file costs a session its history, not its agent.
     pub fn load(&self, lock: &SessionLock) -> Result<(Option<SessionState>, Option<Quarantined>)> {
         let path = &lock.state_path;
-        let meta = match fs::symlink_metadata(path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, None)),
-            Err(e) => return Err(anyhow!(e).context(format!("cannot stat {}", path.display()))),
-        };
-        let parsed = if !meta.file_type().is_file() {
-            Err("not a regular file".to_string())
-        } else if meta.len() > MAX_STATE_BYTES {
-            Err(format!("{} bytes", meta.len()))
-        } else {
-            read_state(path)
-        };
-        match parsed {
-            Ok(state) => Ok((Some(state), None)),
-            Err(_) => {
-                let aside = path.with_extension(format!(
-                    "corrupt-{}-{}",
-                    crate::clock::now_ms(),
-                    std::process::id()
-                ));
-                fs::rename(path, &aside).with_context(|| {
-                    format!("cannot move unreadable state {} aside", path.display())
-                })?;
-                Ok((None, Some(Quarantined(aside))))
+        let file = match open_nofollow(path, false) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((None, self.quarantine_legacy(path)?));
             }
-        }
+            Err(e) => {
+                // A symlink (ELOOP) or something else that is not a plain file: move it aside.
+                let why = match fs::symlink_metadata(path) {
+                    Ok(m) if m.file_type().is_symlink() => "a symlink",
+                    Ok(m) if !m.file_type().is_file() => "not a regular file",
+                    _ => return Err(anyhow!(e).context(format!("cannot open {}", path.display()))),
+                };
+                return Ok((None, Some(quarantine(path, why)?)));
+            }
+        };
+        let meta = file
+            .metadata()
+            .with_context(|| format!("cannot stat {}", path.display()))?;
+        let why = if !meta.file_type().is_file() {
+            "not a regular file".to_string()
+        } else if meta.len() > MAX_STATE_BYTES {
+            format!("{} bytes", meta.len())
+        } else {
+            match read_slots(&file, meta.len()) {
+                Ok((slot, generation, state)) => {
+                    lock.slot.set(Some((slot, generation)));
+                    *lock.state.borrow_mut() = Some(file);
+                    return Ok((Some(state), None));
+                }
+                Err(why) => why,
+            }
+        };
+        drop(file);
+        Ok((None, Some(quarantine(path, &why)?)))
     }
 
+    /// A state file of the previous (JSON) format is moved aside whole, never parsed.
+    fn quarantine_legacy(&self, path: &Path) -> Result<Option<Quarantined>> {
+        let legacy = path.with_extension("json");
+        if fs::symlink_metadata(&legacy).is_err() {
+            return Ok(None);
+        }
+        let aside = path.with_extension(format!(
+            "legacy-json-{}-{}",
+            crate::clock::now_ms(),
+            std::process::id()
+        ));
+        fs::rename(&legacy, &aside)
+            .with_context(|| format!("cannot move {} aside", legacy.display()))?;
+        Ok(Some(Quarantined {
+            path: aside,
+            why: "a state file from an earlier loopgate version (JSON)".into(),
+        }))
+    }
+
+    /// Writes the state into the slot it was not read from, in place, without fsync.
     pub fn save(&self, lock: &SessionLock, state: &SessionState) -> Result<()> {
-        let bytes = serde_json::to_vec(state).context("cannot serialise state")?;
-        write_atomic(&lock.state_path, &bytes)
+        let (slot, generation) = match lock.slot.get() {
+            Some((slot, g)) => (1 - slot, g + 1),
+            None => (0, 1),
+        };
+        let bytes = codec::encode(state, generation)
+            .map_err(|e| anyhow!("cannot encode session state: {e}"))?;
+        if bytes.len() as u64 > SLOT {
+            bail!(
+                "session state grew to {} bytes, past its {} KiB slot",
+                bytes.len(),
+                SLOT >> 10
+            );
+        }
+        let mut held = lock.state.borrow_mut();
+        if held.is_none() {
+            *held = Some(
+                open_nofollow(&lock.state_path, true)
+                    .with_context(|| format!("cannot create {}", lock.state_path.display()))?,
+            );
+        }
+        let file = held.as_ref().expect("opened above");
+        file.write_all_at(&bytes, slot * SLOT)
+            .with_context(|| format!("cannot write {}", lock.state_path.display()))?;
+        lock.slot.set(Some((slot, generation)));
+        if !lock.known {
+            // Mark the session as having a state, so a state file that vanishes is noticed.
+            let _ = lock.file.write_all_at(b"1", 0);
+        }
+        Ok(())
     }
 
     /// Session state files, by stem.
@@ -121,18 +263,82 @@ impl Store {
         let mut out: Vec<(String, PathBuf)> = rd
             .filter_map(|e| e.ok())
             .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .filter(|p| p.extension().is_some_and(|x| x == EXT))
             .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p)))
             .collect();
         out.sort();
         out
     }
 
-    /// Reads a state without locking, for display: writes are atomic renames, so a reader sees
-    /// either the old or the new file, never half of one.
+    /// Reads a state without locking, for display (and for a call that could not get the lock):
+    /// a slot being written fails its checksum, and the other slot is read instead.
     pub fn peek(path: &Path) -> Option<SessionState> {
-        read_state(path).ok()
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.file_type().is_file() || meta.len() > MAX_STATE_BYTES {
+            return None;
+        }
+        read_slots(&file, meta.len()).ok().map(|(_, _, s)| s)
     }
+
+    /// The state file of a session, for [`Store::peek`].
+    pub fn state_path(&self, session_id: &str) -> PathBuf {
+        self.path(&Self::stem(session_id), EXT)
+    }
+}
+
+/// The valid slot with the highest generation: (slot, generation, state), or why none is valid.
+fn read_slots(file: &File, len: u64) -> Result<(u64, u64, SessionState), String> {
+    let mut best: Option<(u64, u64, SessionState)> = None;
+    let mut first_err = None;
+    for slot in 0..2u64 {
+        let start = slot * SLOT;
+        if len <= start {
+            break;
+        }
+        let n = (len - start).min(SLOT) as usize;
+        let mut buf = vec![0u8; n];
+        if let Err(e) = file.read_exact_at(&mut buf, start) {
+            first_err.get_or_insert(e.to_string());
+            continue;
+        }
+        match codec::decode(&buf) {
+            Ok((g, state)) => {
+                if best.as_ref().is_none_or(|(_, bg, _)| g > *bg) {
+                    best = Some((slot, g, state));
+                }
+            }
+            Err(e) => {
+                first_err.get_or_insert(e.to_string());
+            }
+        }
+    }
+    best.ok_or_else(|| first_err.unwrap_or_else(|| "empty file".into()))
+}
+
+fn quarantine(path: &Path, why: &str) -> Result<Quarantined> {
+    let aside = path.with_extension(format!(
+        "corrupt-{}-{}",
+        crate::clock::now_ms(),
+        std::process::id()
+    ));
+    fs::rename(path, &aside)
+        .with_context(|| format!("cannot move unusable state {} aside", path.display()))?;
+    Ok(Quarantined {
+        path: aside,
+        why: why.to_string(),
+    })
+}
+
+/// Our effective uid, read from `/proc/self` (no `unsafe` for `geteuid`).
+fn own_uid() -> Result<u32> {
+    Ok(fs::metadata("/proc/self")
+        .context("cannot stat /proc/self to learn our uid")?
+        .uid())
 }
 
 /// Takes an exclusive lock on `file`, giving up after `timeout`: a wedged peer must never hang
@@ -145,10 +351,10 @@ pub fn lock_within(file: &File, path: &Path, timeout: Duration, what: &str) -> R
             Ok(()) => return Ok(()),
             Err(TryLockError::WouldBlock) => {
                 if Instant::now() >= deadline {
-                    bail!(
-                        "{what} stayed locked by another loopgate process for {} ms",
+                    return Err(anyhow!(LockBusy(timeout)).context(format!(
+                        "{what} stayed locked by another process for {} ms",
                         timeout.as_millis()
-                    );
+                    )));
                 }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(20));
@@ -160,34 +366,9 @@ pub fn lock_within(file: &File, path: &Path, timeout: Duration, what: &str) -> R
     }
 }
 
-fn read_state(path: &Path) -> Result<SessionState, String> {
-    let mut buf = Vec::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut buf))
-        .map_err(|e| e.to_string())?;
-    serde_json::from_slice(&buf).map_err(|e| e.to_string())
-}
-
-/// Temp file in the same directory, fsync, rename: a crash leaves the old file or the new one.
-/// The rename replaces a symlink at `path` rather than following it.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write state in {}", dir.display()))?;
-    tmp.persist(path)
-        .map_err(|e| anyhow!(e.error).context(format!("cannot replace {}", path.display())))?;
-    Ok(())
-}
-
 pub fn create_private_dir(dir: &Path) -> Result<()> {
     let mut b = fs::DirBuilder::new();
     b.recursive(true);
-    #[cfg(unix)]
     {
         use std::os::unix::fs::DirBuilderExt;
         b.mode(0o700);
@@ -196,21 +377,61 @@ pub fn create_private_dir(dir: &Path) -> Result<()> {
         .with_context(|| format!("cannot create state dir {}", dir.display()))
 }
 
-/// Opens (creating) a file readable by the owner only.
+/// Opens (creating) a file readable by the owner only; a symlink is refused, never followed, and
+/// anything but a regular file (a FIFO, a device) is refused before it is read or written.
 pub fn open_private(path: &Path) -> std::io::Result<File> {
-    let mut o = OpenOptions::new();
-    o.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
+    let f = open_nofollow(path, true)?;
+    if !f.metadata()?.file_type().is_file() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
     }
+    Ok(f)
+}
+
+/// Read-write (creating it owner-only when `create`), never through a symlink, never blocking on
+/// a FIFO.
+fn open_nofollow(path: &Path, create: bool) -> std::io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
     o.open(path)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::open(&d.path().join("st")).unwrap();
+        (d, store)
+    }
+
+    fn lock(store: &Store) -> SessionLock {
+        store.lock("s", Duration::from_millis(100)).unwrap()
+    }
+
+    fn saved(store: &Store, calls: u64) {
+        let l = lock(store);
+        let (st, q) = store.load(&l).unwrap();
+        assert!(q.is_none());
+        let mut st = st.unwrap_or_else(|| SessionState::new("s", 0));
+        st.totals.calls = calls;
+        store.save(&l, &st).unwrap();
+    }
+
+    fn calls(store: &Store) -> Option<u64> {
+        let l = lock(store);
+        let (st, q) = store.load(&l).unwrap();
+        assert!(q.is_none(), "{}", q.unwrap().why);
+        st.map(|s| s.totals.calls)
+    }
 
     #[test]
     fn hostile_ids_stay_inside() {
@@ -223,41 +444,155 @@ mod tests {
 
     #[test]
     fn corrupt_state_is_moved_aside_not_deleted() {
-        let d = tempfile::tempdir().unwrap();
-        let store = Store::open(d.path()).unwrap();
-        let lock = store.lock("s", Duration::from_millis(100)).unwrap();
+        let (_d, store) = store();
+        let lock = lock(&store);
         fs::write(&lock.state_path, b"{garbage").unwrap();
         let (state, q) = store.load(&lock).unwrap();
         assert!(state.is_none());
         let q = q.expect("quarantined");
-        assert_eq!(fs::read(&q.0).unwrap(), b"{garbage");
+        assert_eq!(fs::read(&q.path).unwrap(), b"{garbage");
         assert!(!lock.state_path.exists());
     }
 
     #[test]
-    fn second_lock_times_out() {
-        let d = tempfile::tempdir().unwrap();
-        let store = Store::open(d.path()).unwrap();
-        let _held = store.lock("s", Duration::from_millis(100)).unwrap();
+    fn second_lock_times_out_as_busy() {
+        let (_d, store) = store();
+        let _held = lock(&store);
         let t = Instant::now();
-        assert!(store.lock("s", Duration::from_millis(50)).is_err());
+        let e = store.lock("s", Duration::from_millis(50)).err().unwrap();
+        assert!(e.downcast_ref::<LockBusy>().is_some(), "{e:#}");
         assert!(t.elapsed() < Duration::from_secs(1));
     }
 
     #[test]
     fn round_trip_and_private_modes() {
-        let d = tempfile::tempdir().unwrap();
-        let store = Store::open(&d.path().join("st")).unwrap();
-        let lock = store.lock("s", Duration::from_millis(100)).unwrap();
+        let (d, store) = store();
+        let lock = lock(&store);
         store.save(&lock, &SessionState::new("s", 5)).unwrap();
         let (state, _) = store.load(&lock).unwrap();
         assert_eq!(state.unwrap().started_ms, 5);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
-            assert_eq!(mode(&d.path().join("st")), 0o700);
-            assert_eq!(mode(&lock.state_path), 0o600);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&d.path().join("st")), 0o700);
+        assert_eq!(mode(&lock.state_path), 0o600);
+    }
+
+    #[test]
+    fn slots_alternate_and_a_torn_slot_falls_back_to_the_other() {
+        let (_d, store) = store();
+        assert_eq!(calls(&store), None);
+        for n in 1..=5 {
+            saved(&store, n);
+            assert_eq!(calls(&store), Some(n));
         }
+        // Generation 5 went to slot 0 (1, 3, 5 in slot 0; 2, 4 in slot 1). Tear slot 0 as a
+        // writer killed mid-write would: the previous update (4) is read back, not garbage.
+        let path = lock(&store).state_path.clone();
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&[0xff; 8], 30).unwrap();
+        assert_eq!(calls(&store), Some(4));
+        // The next save goes into the torn slot's twin, never over the good one.
+        saved(&store, 6);
+        assert_eq!(calls(&store), Some(6));
+        assert!(Store::peek(&path).is_some());
+    }
+
+    #[test]
+    fn torn_and_zeroed_files_are_quarantined_not_misread() {
+        let (_d, store) = store();
+        saved(&store, 1);
+        let path = lock(&store).state_path.clone();
+        let good = fs::read(&path).unwrap();
+        for bad in [
+            good[..good.len() / 2].to_vec(),
+            vec![0u8; good.len()],
+            vec![0u8; 2 * SLOT as usize],
+            Vec::new(),
+        ] {
+            fs::write(&path, &bad).unwrap();
+            let l = lock(&store);
+            let (st, q) = store.load(&l).unwrap();
+            assert!(st.is_none());
+            let q = q.expect("quarantined");
+            assert_eq!(fs::read(&q.path).unwrap(), bad, "moved aside byte for byte");
+            assert!(!path.exists());
+        }
+    }
+
+    #[test]
+    fn a_json_state_of_the_previous_format_is_moved_aside_whole() {
+        let (_d, store) = store();
+        let l = lock(&store);
+        let legacy = l.state_path.with_extension("json");
+        let json = serde_json::to_vec(&SessionState::new("s", 1)).unwrap();
+        fs::write(&legacy, &json).unwrap();
+        let (st, q) = store.load(&l).unwrap();
+        assert!(st.is_none(), "never parsed as a state");
+        let q = q.expect("quarantined");
+        assert!(q.why.contains("JSON"), "{}", q.why);
+        assert_eq!(fs::read(&q.path).unwrap(), json);
+        assert!(!legacy.exists());
+        assert!(store.sessions().is_empty(), "not listed as a session");
+    }
+
+    #[test]
+    fn symlinks_and_fifos_are_never_followed_or_read() {
+        let (d, store) = store();
+        let victim = d.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        let l = lock(&store);
+        std::os::unix::fs::symlink(&victim, &l.state_path).unwrap();
+        let (st, q) = store.load(&l).unwrap();
+        assert!(st.is_none());
+        assert!(q.expect("link moved aside").why.contains("symlink"));
+        store.save(&l, &SessionState::new("s", 1)).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        // A FIFO as the state file: refused without blocking.
+        let fifo_dir = tempfile::tempdir().unwrap();
+        let fifo = fifo_dir.path().join("f");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        assert!(Store::peek(&fifo).is_none());
+        assert!(open_private(&fifo).is_err());
+        // A symlinked lock file is refused too.
+        let lock_path = store.path("other", "lock");
+        std::os::unix::fs::symlink(&victim, &lock_path).unwrap();
+        assert!(store.lock_stem("other", Duration::from_millis(50)).is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    #[test]
+    fn a_state_dir_others_can_write_or_do_not_own_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("st");
+        Store::open(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(Store::open(&dir).is_err());
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(Store::open(&dir).is_ok());
+        // `sessions` replaced by a file.
+        fs::remove_dir(dir.join("sessions")).unwrap();
+        fs::write(dir.join("sessions"), "").unwrap();
+        assert!(Store::open(&dir).is_err());
+        // Owned by root when we are not root (skipped when the tests run as root).
+        if own_uid().unwrap() != 0 {
+            assert!(Store::open(Path::new("/")).is_err());
+        }
+    }
+
+    #[test]
+    fn a_vanished_state_is_noticed_by_the_lock_mark() {
+        let (_d, store) = store();
+        assert!(!lock(&store).session_known());
+        saved(&store, 1);
+        let l = lock(&store);
+        assert!(l.session_known());
+        fs::remove_file(&l.state_path).unwrap();
+        let (st, q) = store.load(&l).unwrap();
+        assert!(st.is_none() && q.is_none() && l.session_known());
     }
 }

@@ -98,7 +98,7 @@ fn sessions_dir(env: &Env) -> PathBuf {
     env.state.join("sessions")
 }
 
-/// Files in the sessions dir whose name ends with `.ext` (`json`, `lock`).
+/// Files in the sessions dir whose name ends with `.ext` (`state`, `lock`).
 fn files_with_ext(env: &Env, ext: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(sessions_dir(env))
         .unwrap()
@@ -117,17 +117,16 @@ fn corrupt_files(env: &Env) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The one session's state file; it must exist and be valid JSON.
+/// The one session's state file; it must exist and decode (a valid slot).
 fn state_file(env: &Env) -> (PathBuf, Vec<u8>) {
-    let files = files_with_ext(env, "json");
+    let files = files_with_ext(env, "state");
     assert_eq!(files.len(), 1, "one session state file: {files:?}");
     let bytes = std::fs::read(&files[0]).unwrap();
-    serde_json::from_slice::<Value>(&bytes).unwrap_or_else(|e| {
-        panic!(
-            "state file is not JSON ({e}): {:?}",
-            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
-        )
-    });
+    assert!(
+        loopgate::store::Store::peek(&files[0]).is_some(),
+        "state file does not decode: {:?}",
+        &bytes[..bytes.len().min(64)]
+    );
     (files[0].clone(), bytes)
 }
 
@@ -241,7 +240,7 @@ fn writers_killed_at_random_moments_never_corrupt_or_lose_a_completed_update() {
             lifetime = (lifetime * 3 + *longest) / 4;
         }
         completed += batch_completed;
-        // After every batch of kills: the state file is whole JSON, `status --json` reads it,
+        // After every batch of kills: the state file decodes, `status --json` reads it,
         // nothing was moved aside as corrupt, and every update whose writer exited 0 is in it.
         state_file(&env);
         assert_eq!(corrupt_files(&env), Vec::<PathBuf>::new(), "seed {seed}");
@@ -259,6 +258,19 @@ fn writers_killed_at_random_moments_never_corrupt_or_lose_a_completed_update() {
         "calls {total}, completed {completed}, started {started}"
     );
     assert!(killed > 0, "no hook was killed: the fault never happened");
+    // Writes are in place (two slots), so a kill leaves no temp file behind, ever: after the
+    // storm and one more completed call, the sessions dir holds exactly the state and its lock.
+    let after = env.bash("echo after the storm", Ok("x"));
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    let mut names: Vec<String> = std::fs::read_dir(sessions_dir(&env))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "only the state and its lock: {names:?}");
+    assert!(names
+        .iter()
+        .all(|n| n.ends_with(".lock") || n.ends_with(".state")));
     let leftovers = temp_leftovers(&env).len();
     eprintln!(
         "kill storm (seed {seed}): {started} updates, {killed} killed, {completed} completed, \
@@ -276,10 +288,16 @@ fn corrupt_state_files_are_moved_aside_intact_and_the_session_starts_fresh() {
     let mut rng = Rng::new(42);
     let garbage: Vec<u8> = (0..4096).map(|_| rng.next() as u8).collect();
     type Corrupt = fn(&[u8], &[u8]) -> Vec<u8>;
-    let cases: [(&str, Corrupt); 4] = [
-        ("truncated", |real, _| real[..real.len() / 2].to_vec()),
+    let cases: [(&str, Corrupt); 6] = [
+        // Cut inside the first slot's body, as a write torn on a fresh file would be.
+        ("truncated", |real, _| real[..40].to_vec()),
         ("empty", |_, _| Vec::new()),
+        ("zeroed", |real, _| vec![0u8; real.len()]),
         ("binary garbage", |_, garbage| garbage.to_vec()),
+        // The previous format, JSON: never parsed as a state.
+        ("JSON", |_, _| {
+            br#"{"version":1,"session":"s","totals":{"calls":99}}"#.to_vec()
+        }),
         // Valid JSON, even, but no state loopgate writes is near this size: it cannot be ours.
         ("50 MB", |real, _| {
             let mut v = real.to_vec();
@@ -297,7 +315,13 @@ fn corrupt_state_files_are_moved_aside_intact_and_the_session_starts_fresh() {
 
         let t = Instant::now();
         let out = env.pre("Bash", json!({"command": "ls"}), "after-corruption");
-        assert_fails_open(&out, name);
+        // The call is judged on fresh state, and the human is told where the bad file went.
+        assert_eq!(out.code, 0, "{name}: {}", out.stderr);
+        assert!(
+            notice(&out).contains("moved to"),
+            "{name}: a systemMessage says so: {:?}",
+            out.stdout
+        );
         assert!(
             t.elapsed() < Duration::from_secs(5),
             "{name}: took {:?}",
@@ -325,10 +349,13 @@ fn corrupt_state_files_are_moved_aside_intact_and_the_session_starts_fresh() {
         assert!(next.is_silent_allow(), "{name}: {}", next.stderr);
         state_file(&env);
         let after = calls(&env);
-        assert!(
-            (1..=2).contains(&after),
-            "{name}: fresh state, {after} calls"
-        );
+        assert_eq!(after, 2, "{name}: fresh state, then two calls");
+        let logged = env
+            .events()
+            .iter()
+            .filter(|e| e["detector"] == "state_store" && e["decision"] == "notice")
+            .count();
+        assert_eq!(logged, 1, "{name}: the notice is in the log");
         assert_eq!(corrupt_files(&env).len(), 1, "{name}: nothing else moved");
     }
 }
@@ -337,7 +364,7 @@ fn corrupt_state_files_are_moved_aside_intact_and_the_session_starts_fresh() {
 // 3. The session lock held by another process past the deadline.
 
 #[test]
-fn a_lock_held_past_the_deadline_fails_open_in_time_and_changes_nothing() {
+fn a_lock_held_past_the_deadline_is_judged_without_saving_and_said() {
     let env = Env::new().config("lock_timeout_ms = 300\n");
     seed(&env, 3);
     let (state_path, before) = state_file(&env);
@@ -410,8 +437,11 @@ fn a_lock_held_past_the_deadline_fails_open_in_time_and_changes_nothing() {
         let t = Instant::now();
         let out = env.hook(sub, payload);
         let took = t.elapsed();
-        assert_fails_open(&out, sub);
-        assert!(out.stderr.contains("locked"), "{sub}: {}", out.stderr);
+        // A holder of the lock cannot switch loopgate off: the call is judged on a read-only
+        // copy, not saved, and the human hears why (systemMessage, one stderr line, the log).
+        assert_eq!(out.code, 0, "{sub}: {}", out.stderr);
+        assert!(notice(&out).contains("locked"), "{sub}: {}", out.stdout);
+        assert_eq!(out.stderr.lines().count(), 1, "{sub}: {}", out.stderr);
         assert!(
             took >= Duration::from_millis(250) && took < Duration::from_millis(1500),
             "{sub}: waited for the 300 ms deadline, then gave up: {took:?}"
@@ -554,9 +584,13 @@ fn a_read_only_state_dir_fails_open_and_keeps_the_state() {
     let plain = |sub: &str, p: &Value| env.hook(sub, p);
     if mode_bits_bind(env.project.parent().unwrap()) {
         seed(&env, 3);
+        // In-place writes need no directory write permission: make the state file read-only too.
+        let (path, _) = state_file(&env);
         chmod(&sessions_dir(&env), 0o500);
+        chmod(&path, 0o400);
         assert_fault_keeps_state(&env, "sessions dir chmod 0500", &plain);
         chmod(&sessions_dir(&env), 0o700);
+        chmod(&path, 0o600);
     } else {
         // Running as root: mode bits stop no write, so make the disk really read-only, a tmpfs
         // remounted `ro` under the state dir (EROFS stops root too).
@@ -574,10 +608,11 @@ fn a_read_only_state_dir_fails_open_and_keeps_the_state() {
     assert!(env.bash("echo writable again", Ok("x")).is_silent_allow());
 }
 
-/// Faults that need no privilege: the state dir's path runs through a regular file, the state
-/// dir is under /proc, a directory sits where the session's lock file should be.
+/// Faults that need no privilege: the state dir's path runs through a regular file, or is under
+/// /proc (the private fallback dir is used, and the human is told); a directory sits where the
+/// session's lock file should be (fails open).
 #[test]
-fn an_unwritable_state_path_fails_open_with_one_line() {
+fn an_unusable_state_path_falls_back_or_fails_open_with_one_line() {
     let env = Env::new();
     let file = env.project.parent().unwrap().join("a-file");
     std::fs::write(&file, b"not a dir").unwrap();
@@ -585,11 +620,26 @@ fn an_unwritable_state_path_fails_open_with_one_line() {
     if cfg!(target_os = "linux") {
         dirs.push(PathBuf::from("/proc/loopgate-cannot-be-here/state"));
     }
-    for dir in dirs {
-        let env = Env::new().var("LOOPGATE_STATE_DIR", dir.to_str().unwrap());
+    for (i, dir) in dirs.iter().enumerate() {
+        let run = env.project.parent().unwrap().join(format!("run-{i}"));
+        let env = Env::new()
+            .var("LOOPGATE_STATE_DIR", dir.to_str().unwrap())
+            .var("XDG_RUNTIME_DIR", run.to_str().unwrap());
         let out = env.pre("Bash", json!({"command": "ls"}), "x");
-        assert_fails_open(&out, &dir.display().to_string());
+        assert_eq!(out.code, 0, "{}: {}", dir.display(), out.stderr);
+        assert!(notice(&out).contains("fallback"), "{}", out.stdout);
         assert!(!dir.exists());
+        let states = std::fs::read_dir(run.join("loopgate/sessions"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "state")
+            })
+            .count();
+        assert_eq!(states, 1, "the call was recorded in the fallback dir");
     }
     assert_eq!(std::fs::read(&file).unwrap(), b"not a dir");
 
@@ -655,7 +705,18 @@ fn a_full_disk_fails_open_and_keeps_the_state() {
         assert!(written < 1 << 20, "a 64 KiB tmpfs never fills");
     }
     drop(f);
-    assert_fault_keeps_state(&env, "full tmpfs", &|sub, p| env.hook(sub, p));
+    // In-place writes into blocks the state already has may still succeed on a full disk; what
+    // must hold is that every call exits 0 or fails open with one line, and the state decodes.
+    let before = calls(&env);
+    for i in 0..6 {
+        let out = env.bash(&format!("echo full {i}"), Ok("x"));
+        if out.code != 0 {
+            assert_fails_open(&out, "full tmpfs");
+        }
+        state_file(&env);
+    }
+    assert!(calls(&env) >= before);
+    assert_eq!(corrupt_files(&env), Vec::<PathBuf>::new());
     std::fs::remove_file(&filler).unwrap();
     assert!(env.bash("echo room again", Ok("x")).is_silent_allow());
 }
@@ -796,4 +857,211 @@ fn a_held_event_log_lock_fails_open_within_the_deadline() {
     let code = status.unwrap().code();
     assert!(matches!(code, Some(0 | 1)), "{code:?}");
     state_file(&env);
+}
+
+/// The `systemMessage` of an answer ("" when there is none).
+fn notice(out: &Out) -> String {
+    serde_json::from_str::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["systemMessage"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Tamper is visible: a state that vanished, was replaced, or a state dir made unusable.
+
+#[test]
+fn a_state_that_vanishes_or_is_replaced_mid_session_is_said_and_logged() {
+    let env = Env::new();
+    seed(&env, 3);
+    let (path, _) = state_file(&env);
+    std::fs::remove_file(&path).unwrap();
+    let out = env.bash("echo after delete", Ok("x"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(notice(&out).contains("vanished"), "{}", out.stdout);
+    assert_eq!(calls(&env), 1, "a fresh state");
+
+    // Another session's (valid) state copied over this one's.
+    let other = loopgate::state::SessionState::new("someone-else", 1);
+    std::fs::write(&path, loopgate::codec::encode(&other, 1).unwrap()).unwrap();
+    let out = env.bash("echo after swap", Ok("x"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(notice(&out).contains("replaced"), "{}", out.stdout);
+    let logged: Vec<String> = env
+        .events()
+        .iter()
+        .filter(|e| e["detector"] == "state_store")
+        .map(|e| e["reason"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(logged.len(), 2, "{logged:?}");
+    // An ordinary call after that says nothing.
+    assert!(env.bash("echo calm", Ok("y")).is_silent_allow());
+}
+
+#[test]
+fn a_state_dir_replaced_by_a_file_or_opened_to_others_falls_back_and_says_so() {
+    let run = tempfile::tempdir().unwrap();
+    let env = Env::new().var("XDG_RUNTIME_DIR", run.path().to_str().unwrap());
+    seed(&env, 2);
+    // World-writable: anyone could swap the state, so it is not used.
+    chmod(&env.state, 0o777);
+    let out = env.bash("echo open", Ok("x"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        notice(&out).contains("writable by others"),
+        "{}",
+        out.stdout
+    );
+    chmod(&env.state, 0o700);
+    // Replaced by a file: every call still judged, in the fallback, and said every time.
+    std::fs::remove_dir_all(&env.state).unwrap();
+    std::fs::write(&env.state, "gone").unwrap();
+    for i in 0..2 {
+        let out = env.bash(&format!("echo gone {i}"), Ok("x"));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(notice(&out).contains("fallback"), "{}", out.stdout);
+    }
+    assert_eq!(std::fs::read(&env.state).unwrap(), b"gone");
+    assert!(run.path().join("loopgate/sessions").is_dir());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Exit 1 and exactly one line in every failure mode.
+
+#[cfg(unix)]
+#[test]
+fn a_file_size_limit_without_trap_is_one_line_not_a_signal_death() {
+    let env = Env::new();
+    seed(&env, 2);
+    let p = env.base(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "xfsz"}),
+    );
+    // No `trap '' XFSZ`: the default disposition would kill the process with no line at all.
+    let mut child = std_command(
+        &env,
+        "sh",
+        &[
+            "-c",
+            "ulimit -f 0 && exec \"$0\" \"$@\"",
+            BIN,
+            "pre-tool-use",
+        ],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(p.to_string().as_bytes())
+        .unwrap();
+    let out = out_of(child.wait_with_output().unwrap());
+    assert_fails_open(&out, "ulimit -f 0");
+    state_file(&env);
+}
+
+#[cfg(unix)]
+#[test]
+fn stderr_on_dev_full_and_a_closed_stdout_still_exit_1() {
+    let env = Env::new();
+    // A failure whose one line cannot be written: exit 1 all the same, no panic (134).
+    let o = std_command(&env, BIN, &["pre-tool-use"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(b"not json")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    // A denial whose answer cannot be written (stdout closed): exit 1, one line.
+    let fail: Result<&str, &str> = Err("Exit code 1\nerror: test failed, 3 failures");
+    for _ in 0..3 {
+        assert!(env.bash("cargo test", fail).is_silent_allow());
+    }
+    let p = env.base(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_input": {"command": "cargo test", "description": "run"},
+               "tool_use_id": "closed-stdout"}),
+    );
+    // A pipe whose reader is gone (EPIPE); a closed fd 1 would be reopened on /dev/null by std.
+    let mut child = std_command(&env, BIN, &["pre-tool-use"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(p.to_string().as_bytes())
+        .unwrap();
+    let out = out_of(child.wait_with_output().unwrap());
+    assert_fails_open(&out, "stdout closed");
+    assert!(out.stderr.contains("stdout"), "{}", out.stderr);
+}
+
+#[test]
+fn usage_errors_are_one_line_and_exit_1() {
+    let env = Env::new();
+    for args in [
+        &["frobnicate"][..],
+        &["pre-tool-use", "--bogus"],
+        &["reset"],
+        &["status", "--session"],
+    ] {
+        let out = env.run(args, b"");
+        assert_fails_open(&out, &format!("{args:?}"));
+    }
+    let help = env.run(&["--help"], b"");
+    assert_eq!(help.code, 0);
+    assert!(help.stdout.contains("pre-tool-use"));
+}
+
+#[test]
+fn symlinked_event_log_lock_and_state_write_nothing_outside() {
+    let env = Env::new();
+    let outside = env.project.parent().unwrap().join("outside");
+    std::fs::write(&outside, "precious").unwrap();
+    let fail: Result<&str, &str> = Err("Exit code 1\nerror: test failed, 3 failures");
+    for _ in 0..3 {
+        assert!(env.bash("cargo test", fail).is_silent_allow());
+    }
+    for name in ["events.jsonl", "events.lock"] {
+        let link = env.state.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        // The 4th identical failure is denied and would be logged: through no symlink.
+        let out = env.pre(
+            "Bash",
+            json!({"command": "cargo test", "description": "run"}),
+            name,
+        );
+        assert_eq!(out.code, 0, "{name}: {}", out.stderr);
+        assert!(out.denied(), "{name}: still judged: {}", out.stdout);
+        assert_eq!(
+            out.stderr.lines().count(),
+            1,
+            "{name}: the log problem in one line"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            "precious",
+            "{name}"
+        );
+        std::fs::remove_file(&link).unwrap();
+    }
 }

@@ -229,8 +229,8 @@ fn answer_shape(event: &str, v: &Value) -> Result<(), String> {
     Err("none of the accepted shapes".into())
 }
 
-/// loopgate reads no state file larger than this (`store.rs`), so it must never write one.
-const MAX_STATE_BYTES: u64 = 4 << 20;
+/// loopgate reads no state file larger than this (two slots, `store.rs`), so it must never write one.
+const MAX_STATE_BYTES: u64 = 2 * loopgate::store::SLOT;
 
 /// One input against every hook subcommand, in a fresh state dir so a failing case replays alone.
 fn all_hooks(input: &Input) -> TestCaseResult {
@@ -257,7 +257,7 @@ fn state_is_sound(env: &Env) -> TestCaseResult {
                 "a state loopgate wrote was moved aside as unreadable: {name}"
             ));
         }
-        if !name.ends_with(".json") {
+        if !name.ends_with(".state") {
             continue;
         }
         let size = std::fs::metadata(&p).unwrap().len();
@@ -266,8 +266,8 @@ fn state_is_sound(env: &Env) -> TestCaseResult {
                 "loopgate wrote a {size}-byte state file, more than the {MAX_STATE_BYTES} it reads back"
             ));
         }
-        if serde_json::from_slice::<Value>(&std::fs::read(&p).unwrap()).is_err() {
-            return fail(format!("{name} is not JSON"));
+        if loopgate::store::Store::peek(&p).is_none() {
+            return fail(format!("{name} does not decode as a state"));
         }
     }
     let status = env.run(&["status", "--json"], b"");

@@ -277,7 +277,7 @@ impl Env {
 
     /// The session's state file (there is one session per `Env`).
     pub fn state_file(&self) -> PathBuf {
-        self.session_file("json")
+        self.session_file("state")
     }
 
     pub fn lock_file(&self) -> PathBuf {
