@@ -3,9 +3,7 @@
 //! OpenClaw's result hashing was defeated by exactly that noise (research notes §3.1).
 
 use crate::canon::{text_key, write_canonical, Digest16};
-use regex::bytes::Regex;
 use serde_json::Value;
-use std::sync::OnceLock;
 
 /// Above this, only a prefix is normalised and the rest is hashed raw: masking is for noise in
 /// ordinary output, and a megabyte of it is already unambiguous.
@@ -164,48 +162,17 @@ fn is_trivial_text(norm: &str) -> bool {
             .any(|w| t.eq_ignore_ascii_case(w))
 }
 
-/// Byte-oriented and ASCII-only (`(?-u)`): the noise is ASCII, and without Unicode classes the
-/// pattern compiles several times faster — and every PostToolUse compiles it once.
-fn noise() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(concat!(
-            "(?-u)",
-            // ISO dates and clock times, with optional fractions and zone.
-            r"(?P<ts>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b)",
-            // Durations: "1.23s", "250ms", "in 3 seconds".
-            r"|(?P<dur>\b\d+(?:\.\d+)?(?:ns|us|ms|s|m|h)\b|\b\d+(?:\.\d+)?\s(?:ms|sec|secs|seconds?|mins?|minutes?)\b)",
-            // UUIDs before generic hex, then hex ids of 7+ chars that contain a digit and a letter.
-            r"|(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)",
-            r"|(?P<hex>\b(?:0x)?[0-9a-f]*(?:[0-9][a-f]|[a-f][0-9])[0-9a-f]*\b)",
-            // Process ids and retry counters.
-            r"|(?P<pid>(?i:\bpid\b)[\s:=#]*\d+)",
-            r"|(?P<attempt>(?i:\b(?:attempt|try|retry)\b)\s*#?\d+)",
-            // Temp paths: their random suffixes differ on every run.
-            r"|(?P<tmp>(?:/tmp|/var/folders|/private/var)/[^\s'\x22:)]+)",
-        ))
-        .expect("noise pattern compiles")
-    })
+/// Masks volatile fragments (timestamps, durations and test-runner timings, ids, PIDs, retry
+/// counters, temp paths, ids inside URLs); everything else is kept verbatim. A hand-written
+/// scanner ([`crate::noise`]), checked against the regex it replaced by a property test.
+pub fn normalise(text: &str) -> String {
+    crate::noise::mask(text)
 }
 
-/// Masks volatile fragments; everything else is kept verbatim.
-pub fn normalise(text: &str) -> String {
-    let out = noise().replace_all(text.as_bytes(), |c: &regex::bytes::Captures| {
-        for name in ["ts", "dur", "uuid", "hex", "pid", "attempt", "tmp"] {
-            if let Some(m) = c.name(name) {
-                // Short hex-looking words ("cafe", "add1") are ordinary text, not ids.
-                let s = m.as_bytes();
-                let digits = s.strip_prefix(b"0x").unwrap_or(s);
-                if name == "hex" && digits.len() < 7 {
-                    return s.to_vec();
-                }
-                return format!("<{name}>").into_bytes();
-            }
-        }
-        Vec::new()
-    });
-    // Matches end on ASCII delimiters, so no multi-byte character is ever cut.
-    String::from_utf8_lossy(&out).into_owned()
+/// The normalised text with every remaining number and id masked as well: two results with the
+/// same shape say the same thing up to numbers and ids.
+pub fn shape(text: &str) -> String {
+    crate::noise::shape(&crate::noise::mask(text))
 }
 
 /// How a failure is expected to behave on retry.
