@@ -8,7 +8,7 @@ use crate::detectors::{
     breaker, changed_files, circular, dedup, describe, failures, gate, guard, identical_failure,
     is_edit_tool, matrix, modification, paralysis, patterns, poll, progress, rate,
 };
-use crate::git::Worktree;
+use crate::git::{Stamp, Worktree};
 use crate::outcome;
 use crate::payload::{BatchCall, Event, Payload};
 use crate::redact;
@@ -34,8 +34,14 @@ impl Ctx<'_> {
         self.config.mode == Mode::Enforce
     }
 
-    fn fingerprint(&self) -> Option<String> {
-        self.worktree.fingerprint(self.project_dir?).ok().flatten()
+    /// The worktree's stamp (time, HEAD, index stat): cheap, no scan.
+    fn stamp(&self) -> Option<String> {
+        self.worktree.stamp(self.project_dir?)
+    }
+
+    /// Whether the worktree changed since `stamp` (a bounded walk; `None`: cannot tell).
+    fn changed_since(&self, stamp: &str) -> Option<bool> {
+        self.worktree.changed_since(self.project_dir?, stamp)
     }
 }
 
@@ -166,10 +172,9 @@ fn follow_turn(state: &mut SessionState, p: &Payload, ctx: &Ctx, may_take_baseli
 }
 
 fn start_turn(state: &mut SessionState, prompt_id: Option<String>, ctx: &Ctx, take_baseline: bool) {
-    // The worktree scan is the costliest thing loopgate does: take the baseline only where the
-    // Stop gate can act on it.
+    // Only a stamp (time, HEAD, index stat), never a scan; and only where the Stop gate can act.
     let baseline = if take_baseline && progress::may_act(ctx.attended, &ctx.config.progress) {
-        ctx.fingerprint()
+        ctx.stamp()
     } else {
         None
     };
@@ -199,7 +204,15 @@ fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) 
     if t.number == 0 {
         return;
     }
-    let moved = matches!((t.baseline.as_deref(), now_fingerprint), (Some(a), Some(b)) if a != b);
+    // HEAD or the index moved (a commit, `git add`); file changes the tools made count through
+    // `changes`, and the Stop gate's own judgement through `progress`. No walk at the prompt.
+    let moved = match (t.baseline.as_deref(), now_fingerprint) {
+        (Some(a), Some(b)) => match (Stamp::decode(a), Stamp::decode(b)) {
+            (Some(a), Some(b)) => a.git_moved(&b),
+            _ => a != b,
+        },
+        _ => false,
+    };
     let progress = t.progress == Some(true) || moved || t.changes > 0;
     let no_progress = !progress && (t.progress == Some(false) || t.hard_interventions > 0);
     if t.interventions + t.hard_interventions > 0 {
@@ -595,7 +608,9 @@ fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     {
         return Vec::new();
     }
-    let judgement = progress::judge(&state.turn, ctx.attended, cfg, || ctx.fingerprint());
+    let judgement = progress::judge(&state.turn, ctx.attended, cfg, |base| {
+        ctx.changed_since(base)
+    });
     let active = p.stop_hook_active == Some(true);
     let verdict = progress::check(&state.turn, active, judgement, cfg);
     match judgement {

@@ -1,23 +1,43 @@
-//! Has the worktree changed? A fingerprint of HEAD plus every changed or untracked path (with its
-//! size and mtime), read through libgit2 so no `git` process is spawned on the hot path.
+//! Has the worktree changed since the turn began? Without a whole-tree scan where it can be
+//! avoided, and never able to hang.
+//!
+//! At `user-prompt-submit` a [`Stamp`] records only the time, HEAD (the `HEAD` file, the ref it
+//! names and `packed-refs`'s stat) and the index's stat — a few small reads, no index parse, no
+//! `git` process. At a Stop that must judge: HEAD or the index changed → progress; else the
+//! project is walked honouring `.gitignore` (and `.git/info/exclude`, the global excludes),
+//! stopping at the first entry whose ctime is after the stamp. The walk runs on a helper thread
+//! under a deadline and an entry budget: a 200,000-file tree, a FIFO where a file is expected, or
+//! a network mount cannot hang the hook, and every error or limit answers "cannot tell", which
+//! the gate reads as "do not block". `.git/index` is only ever `lstat`ed, never opened, and git
+//! config (`core.worktree`) is never read: the walk covers `CLAUDE_PROJECT_DIR`.
+//!
+//! ctime, not mtime: tools can set mtime (`touch -d`, `cp -p`), nobody can set ctime. A deleted
+//! file changes its directory's ctime.
 
-use anyhow::{Context, Result};
-use git2::{ErrorCode, Repository, StatusOptions};
 use sha2::{Digest, Sha256};
-use std::path::Path;
-use std::time::UNIX_EPOCH;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-/// Source of worktree fingerprints; replay and unit tests use one without git.
+/// Source of worktree stamps; replay and unit tests use one without git.
 pub trait Worktree {
-    /// `Ok(None)` when `dir` is not inside a git worktree.
-    fn fingerprint(&self, dir: &Path) -> Result<Option<String>>;
+    /// The encoded [`Stamp`] of the repository holding `dir`; `None` outside git.
+    fn stamp(&self, dir: &Path) -> Option<String>;
+    /// Whether anything under `dir` changed since `stamp` was taken; `None` when that cannot be
+    /// told (not git, an error, a limit reached).
+    fn changed_since(&self, dir: &Path, stamp: &str) -> Option<bool>;
 }
 
 pub struct Git;
 
 impl Worktree for Git {
-    fn fingerprint(&self, dir: &Path) -> Result<Option<String>> {
-        fingerprint(dir)
+    fn stamp(&self, dir: &Path) -> Option<String> {
+        Stamp::take(dir).map(|s| s.encode())
+    }
+
+    fn changed_since(&self, dir: &Path, stamp: &str) -> Option<bool> {
+        changed_since(dir, &Stamp::decode(stamp)?, &Limits::default())
     }
 }
 
@@ -25,64 +45,273 @@ impl Worktree for Git {
 pub struct NoGit;
 
 impl Worktree for NoGit {
-    fn fingerprint(&self, _dir: &Path) -> Result<Option<String>> {
-        Ok(None)
+    fn stamp(&self, _dir: &Path) -> Option<String> {
+        None
+    }
+
+    fn changed_since(&self, _dir: &Path, _stamp: &str) -> Option<bool> {
+        None
     }
 }
 
-pub fn fingerprint(dir: &Path) -> Result<Option<String>> {
-    let repo = match Repository::discover(dir) {
-        Ok(r) => r,
-        Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
-        Err(e) => return Err(e).context("cannot open git repository"),
-    };
-    let Some(workdir) = repo.workdir().map(Path::to_path_buf) else {
-        return Ok(None);
-    };
-    let mut h = Sha256::new();
-    // A new commit is progress even when it leaves the worktree clean.
-    if let Some(oid) = repo.head().ok().and_then(|r| r.target()) {
-        h.update(oid.as_bytes());
+/// What a turn's start looked like: when, HEAD, and the index's stat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    /// Wall-clock nanoseconds since the epoch.
+    pub at_ns: u128,
+    /// Digest of `HEAD`, the ref it names, and `packed-refs`'s stat.
+    pub head: [u8; 16],
+    /// `(mtime ns, size, inode)` of `.git/index`, zeros when there is none.
+    pub index: (i128, u64, u64),
+}
+
+/// How far a Stop's walk may go before it answers "cannot tell".
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_entries: usize,
+    pub max_time: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_entries: 200_000,
+            max_time: Duration::from_millis(1500),
+        }
     }
-    let mut opts = StatusOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .exclude_submodules(true);
-    let statuses = repo
-        .statuses(Some(&mut opts))
-        .context("cannot read git status")?;
-    for entry in statuses.iter() {
-        let path = entry.path_bytes();
-        h.update(path);
-        h.update(entry.status().bits().to_le_bytes());
-        // Editing an already-modified file leaves its status unchanged; size and mtime do not.
-        if let Ok(meta) = std::str::from_utf8(path)
-            .map_err(|_| ())
-            .and_then(|p| std::fs::symlink_metadata(workdir.join(p)).map_err(|_| ()))
-        {
-            h.update(meta.len().to_le_bytes());
-            if let Ok(m) = meta.modified() {
-                let ns = m
-                    .duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0);
-                h.update(ns.to_le_bytes());
+}
+
+impl Stamp {
+    /// Takes the stamp of the repository holding `dir` (`None` outside git or on an error).
+    pub fn take(dir: &Path) -> Option<Stamp> {
+        let at_ns = coarse_now_ns();
+        let git_dir = find_git_dir(dir)?;
+        Some(Stamp {
+            at_ns,
+            head: head_digest(&git_dir),
+            index: index_stat(&git_dir),
+        })
+    }
+}
+
+/// The kernel's coarse wall clock, the floor of every file timestamp it writes from now on (new
+/// inodes get it as their ctime, up to a tick behind the fine clock). Compared strictly: a file
+/// written in the same tick before the stamp is not a change; one written after it is, from the
+/// next tick on (a model turn is many ticks long).
+fn coarse_now_ns() -> u128 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+    t.tv_sec.max(0) as u128 * 1_000_000_000 + t.tv_nsec.max(0) as u128
+}
+
+impl Stamp {
+    /// HEAD moved or the index was written (`git add`, a commit, a checkout).
+    pub fn git_moved(&self, now: &Stamp) -> bool {
+        self.head != now.head || self.index != now.index
+    }
+
+    pub fn encode(&self) -> String {
+        let (m, s, i) = self.index;
+        format!(
+            "g1:{}:{}:{m}:{s}:{i}",
+            self.at_ns,
+            crate::canon::hex16(&self.head)
+        )
+    }
+
+    pub fn decode(text: &str) -> Option<Stamp> {
+        let mut it = text.strip_prefix("g1:")?.split(':');
+        let at_ns = it.next()?.parse().ok()?;
+        let hex = it.next()?;
+        let mut head = [0u8; 16];
+        if hex.len() != 32 {
+            return None;
+        }
+        for (k, b) in head.iter_mut().enumerate() {
+            *b = u8::from_str_radix(hex.get(2 * k..2 * k + 2)?, 16).ok()?;
+        }
+        let index = (
+            it.next()?.parse().ok()?,
+            it.next()?.parse().ok()?,
+            it.next()?.parse().ok()?,
+        );
+        Some(Stamp { at_ns, head, index })
+    }
+}
+
+/// Whether anything under `dir` changed since `stamp`: HEAD or the index first, then a bounded
+/// walk that stops at the first changed entry. `None` when it cannot be told.
+pub fn changed_since(dir: &Path, stamp: &Stamp, limits: &Limits) -> Option<bool> {
+    let now = Stamp::take(dir)?;
+    if stamp.git_moved(&now) {
+        return Some(true);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (root, at, lim) = (dir.to_path_buf(), stamp.at_ns, *limits);
+    // On a helper thread: a hang inside the walk (a FIFO `.gitignore`, a dead mount) costs the
+    // deadline, not the hook. The thread is left behind; the process exits soon after.
+    std::thread::Builder::new()
+        .name("loopgate-walk".into())
+        .spawn(move || {
+            let _ = tx.send(walk(&root, at, &lim));
+        })
+        .ok()?;
+    rx.recv_timeout(limits.max_time).ok().flatten()
+}
+
+/// Whether any of `paths` (files a turn's tools touched) changed since `stamp`: a cheap check
+/// before a walk. Missing files count as changed (deleted).
+pub fn paths_changed_since<'a>(paths: impl IntoIterator<Item = &'a Path>, stamp: &Stamp) -> bool {
+    paths
+        .into_iter()
+        .any(|p| match std::fs::symlink_metadata(p) {
+            Ok(m) => ctime_ns(&m) > stamp.at_ns as i128,
+            Err(_) => true,
+        })
+}
+
+fn ctime_ns(m: &std::fs::Metadata) -> i128 {
+    m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128
+}
+
+fn walk(root: &Path, at_ns: u128, limits: &Limits) -> Option<bool> {
+    let deadline = Instant::now() + limits.max_time;
+    let at = at_ns as i128;
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .ignore(false)
+        .parents(true)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(true)
+        .require_git(false)
+        .follow_links(false)
+        .same_file_system(true)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    for (n, entry) in walker.enumerate() {
+        if n >= limits.max_entries || (n % 256 == 0 && Instant::now() >= deadline) {
+            return None;
+        }
+        // An unreadable entry cannot be judged unchanged.
+        let entry = entry.ok()?;
+        let meta = entry.metadata().ok()?;
+        if ctime_ns(&meta) > at {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// The git dir of the repository holding `dir`: a `.git` directory, or the one a `.git` file
+/// (`gitdir: …`, worktrees and submodules) names.
+fn find_git_dir(dir: &Path) -> Option<PathBuf> {
+    let mut d = Some(dir);
+    let mut depth = 0;
+    while let Some(cur) = d {
+        let dot = cur.join(".git");
+        if let Ok(m) = std::fs::symlink_metadata(&dot) {
+            if m.is_dir() {
+                return Some(dot);
+            }
+            if m.is_file() {
+                let text = read_small(&dot)?;
+                let rel = std::str::from_utf8(&text)
+                    .ok()?
+                    .trim()
+                    .strip_prefix("gitdir:")?
+                    .trim()
+                    .to_string();
+                return Some(cur.join(rel));
             }
         }
-        h.update([0u8]);
+        depth += 1;
+        if depth > 64 {
+            return None;
+        }
+        d = cur.parent();
+    }
+    None
+}
+
+/// A small regular file's bytes (≤ 4 KiB), never blocking on a FIFO or reading a device.
+fn read_small(path: &Path) -> Option<Vec<u8>> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut buf = Vec::with_capacity(256);
+    f.take(4096).read_to_end(&mut buf).ok()?;
+    Some(buf)
+}
+
+fn head_digest(git_dir: &Path) -> [u8; 16] {
+    let mut h = Sha256::new();
+    let head = read_small(&git_dir.join("HEAD")).unwrap_or_default();
+    h.update(&head);
+    h.update([0]);
+    // Linked worktrees keep their refs in the common dir.
+    let common = read_small(&git_dir.join("commondir"))
+        .and_then(|c| String::from_utf8(c).ok())
+        .map(|c| git_dir.join(c.trim()))
+        .unwrap_or_else(|| git_dir.to_path_buf());
+    if let Some(name) = std::str::from_utf8(&head)
+        .ok()
+        .and_then(|t| t.trim().strip_prefix("ref:"))
+        .map(str::trim)
+        .filter(|n| !n.split('/').any(|c| c == ".." || c.is_empty()))
+    {
+        for base in [git_dir, common.as_path()] {
+            if let Some(r) = read_small(&base.join(name)) {
+                h.update(&r);
+                break;
+            }
+        }
+    }
+    h.update([0]);
+    if let Ok(m) = std::fs::symlink_metadata(common.join("packed-refs")) {
+        h.update(m.mtime().to_le_bytes());
+        h.update(m.mtime_nsec().to_le_bytes());
+        h.update(m.size().to_le_bytes());
+        h.update(m.ino().to_le_bytes());
     }
     let d = h.finalize();
-    Ok(Some(crate::canon::hex16(&d)))
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&d[..16]);
+    out
+}
+
+/// `.git/index` is only `lstat`ed: a FIFO there cannot block anything.
+fn index_stat(git_dir: &Path) -> (i128, u64, u64) {
+    match std::fs::symlink_metadata(git_dir.join("index")) {
+        Ok(m) => (
+            m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+            m.size(),
+            m.ino(),
+        ),
+        Err(_) => (0, 0, 0),
+    }
+}
+
+/// Moves a stamp back in time (tests).
+#[cfg(test)]
+fn backdate(stamp: &mut Stamp, by: Duration) {
+    stamp.at_ns -= by.as_nanos();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use git2::Repository;
 
     fn repo_with_commit(dir: &Path) -> Repository {
         let repo = Repository::init(dir).unwrap();
         std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+        std::fs::write(dir.join(".gitignore"), "target/\n*.log\n").unwrap();
+        std::fs::create_dir(dir.join("target")).unwrap();
         commit_all(&repo, "init");
         repo
     }
@@ -105,41 +334,129 @@ mod tests {
             .unwrap();
     }
 
-    #[test]
-    fn outside_git_is_none() {
-        let d = tempfile::tempdir().unwrap();
-        assert_eq!(fingerprint(d.path()).unwrap(), None);
+    fn changed(dir: &Path, s: &Stamp) -> Option<bool> {
+        changed_since(dir, s, &Limits::default())
+    }
+
+    /// Lets the clock move on by more than a kernel tick: file timestamps are coarse, so a
+    /// change is told from the stamp only from the next tick on (a model turn is many ticks).
+    fn settle() {
+        std::thread::sleep(Duration::from_millis(20));
     }
 
     #[test]
-    fn edits_untracked_files_and_commits_change_it() {
+    fn outside_git_is_none() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(Stamp::take(d.path()), None);
+        assert_eq!(Git.stamp(d.path()), None);
+    }
+
+    #[test]
+    fn stamps_round_trip_through_text() {
+        let d = tempfile::tempdir().unwrap();
+        repo_with_commit(d.path());
+        let s = Stamp::take(d.path()).unwrap();
+        assert_eq!(Stamp::decode(&s.encode()), Some(s.clone()));
+        assert_eq!(Stamp::decode("0123abcd"), None, "an old fingerprint");
+        assert!(Git.changed_since(d.path(), "garbage").is_none());
+    }
+
+    #[test]
+    fn new_modified_deleted_files_and_commits_are_changes_ignored_files_are_not() {
         let d = tempfile::tempdir().unwrap();
         let repo = repo_with_commit(d.path());
-        let f0 = fingerprint(d.path()).unwrap().unwrap();
-        assert_eq!(
-            fingerprint(d.path()).unwrap().unwrap(),
-            f0,
-            "stable when nothing changes"
-        );
-        std::fs::write(d.path().join("new.txt"), "n").unwrap();
-        let f1 = fingerprint(d.path()).unwrap().unwrap();
-        assert_ne!(f1, f0, "untracked file");
-        commit_all(&repo, "second");
-        let f2 = fingerprint(d.path()).unwrap().unwrap();
-        assert_ne!(f2, f1, "commit");
-        std::fs::write(d.path().join("a.txt"), "changed\n").unwrap();
-        let f3 = fingerprint(d.path()).unwrap().unwrap();
-        assert_ne!(f3, f2, "modified file");
-        std::fs::write(d.path().join("a.txt"), "changed again, longer\n").unwrap();
-        assert_ne!(
-            fingerprint(d.path()).unwrap().unwrap(),
-            f3,
-            "already-modified file edited"
-        );
+        settle();
+        let s = Stamp::take(d.path()).unwrap();
+        settle();
+        assert_eq!(changed(d.path(), &s), Some(false), "nothing changed yet");
+        // Ignored output (a build dir, a log) is not progress.
+        std::fs::write(d.path().join("target/out.bin"), "x").unwrap();
+        assert_eq!(changed(d.path(), &s), Some(false), "ignored file");
         std::fs::create_dir(d.path().join("sub")).unwrap();
-        assert!(
-            fingerprint(&d.path().join("sub")).unwrap().is_some(),
-            "found from a subdir"
-        );
+        settle();
+        let s = Stamp::take(d.path()).unwrap();
+        settle();
+        std::fs::write(d.path().join("sub/new.txt"), "n").unwrap();
+        assert_eq!(changed(d.path(), &s), Some(true), "untracked file");
+        settle();
+        let s = Stamp::take(d.path()).unwrap();
+        settle();
+        std::fs::write(d.path().join("a.txt"), "changed\n").unwrap();
+        assert_eq!(changed(d.path(), &s), Some(true), "modified file");
+        settle();
+        let s = Stamp::take(d.path()).unwrap();
+        settle();
+        std::fs::remove_file(d.path().join("sub/new.txt")).unwrap();
+        assert_eq!(changed(d.path(), &s), Some(true), "deleted file");
+        settle();
+        let s = Stamp::take(d.path()).unwrap();
+        settle();
+        commit_all(&repo, "second");
+        let now = Stamp::take(d.path()).unwrap();
+        assert!(s.git_moved(&now), "a commit moves HEAD and the index");
+        assert_eq!(changed(d.path(), &s), Some(true));
+        // Found from a subdirectory too.
+        assert!(Stamp::take(&d.path().join("sub")).is_some());
+    }
+
+    #[test]
+    fn touched_paths_are_checked_without_a_walk() {
+        let d = tempfile::tempdir().unwrap();
+        repo_with_commit(d.path());
+        let mut s = Stamp::take(d.path()).unwrap();
+        let a = d.path().join("a.txt");
+        settle();
+        assert!(!paths_changed_since([a.as_path()], &s));
+        backdate(&mut s, Duration::from_secs(3600));
+        assert!(paths_changed_since([a.as_path()], &s));
+        assert!(paths_changed_since([d.path().join("gone").as_path()], &s));
+    }
+
+    #[test]
+    fn a_fifo_index_and_a_huge_tree_cannot_hang_it() {
+        let d = tempfile::tempdir().unwrap();
+        repo_with_commit(d.path());
+        let index = d.path().join(".git/index");
+        std::fs::remove_file(&index).unwrap();
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&index)
+            .status()
+            .unwrap()
+            .success());
+        // A FIFO .gitignore too: opening it for reading would block forever.
+        let gi = d.path().join("sub/.gitignore");
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&gi)
+            .status()
+            .unwrap()
+            .success());
+        let t = Instant::now();
+        let s = Stamp::take(d.path()).expect("the index is only stat'ed");
+        let lim = Limits {
+            max_entries: 1000,
+            max_time: Duration::from_millis(300),
+        };
+        // Either the walk answers or it gives up at the deadline: "cannot tell" never blocks.
+        let r = changed_since(d.path(), &s, &lim);
+        assert_ne!(r, Some(true), "nothing changed");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        // Release a walk blocked opening the FIFO, then take it away.
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&gi);
+        std::fs::remove_file(&gi).unwrap();
+        // An entry budget: a large tree answers "cannot tell", never a guess.
+        for i in 0..50 {
+            std::fs::write(d.path().join(format!("f{i}")), "x").unwrap();
+        }
+        let mut old = s.clone();
+        old.at_ns = u128::MAX / 2;
+        let tiny = Limits {
+            max_entries: 10,
+            max_time: Duration::from_secs(5),
+        };
+        assert_eq!(changed_since(d.path(), &old, &tiny), None);
     }
 }

@@ -30,14 +30,15 @@ pub fn may_act(attended: Option<bool>, cfg: &Progress) -> bool {
         }
 }
 
-/// Judges the turn. `scan` reads the worktree fingerprint (`None` outside git); it is the costliest
-/// thing a hook call can do, so it runs only when the answer depends on it: a turn that changed
-/// files through its tools, or showed no sign of trying and failing, is judged without it.
+/// Judges the turn. `changed` asks the worktree whether anything under the project changed since
+/// the turn's stamp (`None`: cannot tell, which never blocks); it is the costliest thing a hook
+/// call can do, so it runs only when the answer depends on it: a turn that changed files through
+/// its tools, or showed no sign of trying and failing, is judged without it.
 pub fn judge(
     turn: &Turn,
     attended: Option<bool>,
     cfg: &Progress,
-    scan: impl FnOnce() -> Option<String>,
+    changed: impl FnOnce(&str) -> Option<bool>,
 ) -> Judgement {
     if !may_act(attended, cfg) {
         return Judgement::NotApplicable;
@@ -51,10 +52,10 @@ pub fn judge(
     if turn.edit_failures == 0 && turn.interventions == 0 {
         return Judgement::QuietTurn;
     }
-    match scan() {
+    match changed(base) {
         None => Judgement::NotApplicable,
-        Some(now) if now != base => Judgement::Progress,
-        Some(_) => Judgement::NoProgress,
+        Some(true) => Judgement::Progress,
+        Some(false) => Judgement::NoProgress,
     }
 }
 
@@ -119,11 +120,13 @@ mod tests {
         }
     }
 
-    fn fp(s: &str) -> impl FnOnce() -> Option<String> + '_ {
-        move || Some(s.to_string())
+    /// A worktree that answers whether it changed since stamp `f0`: it did when `now` is not
+    /// `f0`.
+    fn fp(now: &str) -> impl FnOnce(&str) -> Option<bool> + '_ {
+        move |base| Some(base != now)
     }
 
-    fn no_scan() -> Option<String> {
+    fn no_scan(_: &str) -> Option<bool> {
         panic!("this judgement must not scan the worktree")
     }
 
@@ -136,7 +139,7 @@ mod tests {
         assert!(check(&t, false, j, &cfg).is_some());
         assert_eq!(judge(&t, Some(false), &cfg, fp("f1")), Judgement::Progress);
         assert_eq!(
-            judge(&t, Some(false), &cfg, || None),
+            judge(&t, Some(false), &cfg, |_| None),
             Judgement::NotApplicable
         );
         let quiet = Turn {
