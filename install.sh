@@ -7,7 +7,7 @@ usage() {
     cat <<'EOF'
 Usage: ./install.sh [--observe] [--uninstall] [--help]
 
-Builds loopgate (cargo build --release), copies the binary into a bin directory and adds
+Builds loopgate (static `cargo build-static` on x86_64 Linux, else `cargo build --release`), copies the binary into a bin directory and adds
 loopgate's hooks to Claude Code's user settings, keeping every other setting and hook.
 The settings file's previous contents are saved beside it as <file>.loopgate-bak.
 Safe to run again: it updates the binary and the hook entries in place.
@@ -94,10 +94,19 @@ find_cargo() {
 # Builds the release binary and sets $built to its path.
 build() {
     find_cargo
-    printf 'Building loopgate (cargo build --release)...\n'
-    if [ -f "$repo/Cargo.lock" ]; then
+    # On x86_64 Linux: a static, non-PIE binary (`cargo build-static`, .cargo/config.toml), which
+    # starts several times faster than a dynamic one; Claude Code starts one per hook event.
+    local host sub=release
+    host=$("$cargo" -vV 2>/dev/null | sed -n 's/^host: //p')
+    if [ "$host" = x86_64-unknown-linux-gnu ]; then
+        printf 'Building loopgate (cargo build-static: release, static, non-PIE)...\n'
+        (cd "$repo" && "$cargo" build-static)
+        sub=$host/release
+    elif [ -f "$repo/Cargo.lock" ]; then
+        printf 'Building loopgate (cargo build --release)...\n'
         (cd "$repo" && "$cargo" build --release --locked)
     else
+        printf 'Building loopgate (cargo build --release)...\n'
         (cd "$repo" && "$cargo" build --release)
     fi
     local target_dir
@@ -110,7 +119,7 @@ build() {
             *) target_dir=$repo/$target_dir ;;
         esac
     fi
-    built=$target_dir/release/loopgate
+    built=$target_dir/$sub/loopgate
     [ -x "$built" ] || die "the build finished but $built is missing"
 }
 
