@@ -14,6 +14,7 @@ pub mod events;
 pub mod exit;
 pub mod git;
 pub mod hook;
+pub mod ledger;
 pub mod outcome;
 pub mod payload;
 pub mod redact;
