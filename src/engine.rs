@@ -160,21 +160,28 @@ fn ladder(
 
 pub const LADDER: &str = "ladder";
 
-/// A new prompt: refused while the circuit is OPEN (an outer loop's next iteration then costs
-/// nothing), otherwise the start of a new turn.
+/// A new prompt: the turn before it is judged first, then the prompt is refused while the circuit
+/// is OPEN (an outer loop's next iteration then costs nothing), otherwise a new turn starts.
 fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
+    let baseline = baseline(ctx, true);
     if p.agent() == MAIN_AGENT {
+        end_turn(state, baseline.as_deref(), ctx);
         let session = state.session.clone();
-        if let Some(v) = breaker::check(
+        if let Some(mut v) = breaker::check(
             &mut state.breaker,
             &session,
             ctx.now_ms,
             &ctx.config.breaker,
         ) {
+            v.reason = v.reason.replacen(
+                "so tool calls are paused. Tell the user what you tried and what blocks you.",
+                "so this prompt was not sent to the model (it would have cost a turn and changed nothing).",
+                1,
+            );
             return vec![v];
         }
     }
-    start_turn(state, p.prompt_id.clone(), prompt_digest(p), ctx, true);
+    begin_turn(state, p.prompt_id.clone(), prompt_digest(p), baseline, ctx);
     Vec::new()
 }
 
@@ -202,14 +209,28 @@ fn start_turn(
     ctx: &Ctx,
     take_baseline: bool,
 ) {
-    // The worktree scan is the costliest thing loopgate does: take the baseline only where the
-    // Stop gate can act on it.
-    let baseline = if take_baseline && progress::may_act(ctx.attended, &ctx.config.progress) {
+    let baseline = baseline(ctx, take_baseline);
+    end_turn(state, baseline.as_deref(), ctx);
+    begin_turn(state, prompt_id, prompt, baseline, ctx);
+}
+
+/// The worktree scan is the costliest thing loopgate does: take the baseline only where the Stop
+/// gate can act on it.
+fn baseline(ctx: &Ctx, take: bool) -> Option<String> {
+    if take && progress::may_act(ctx.attended, &ctx.config.progress) {
         ctx.fingerprint()
     } else {
         None
-    };
-    end_turn(state, baseline.as_deref(), ctx);
+    }
+}
+
+fn begin_turn(
+    state: &mut SessionState,
+    prompt_id: Option<String>,
+    prompt: Option<Digest16>,
+    baseline: Option<String>,
+    ctx: &Ctx,
+) {
     // The user said something new: every earlier streak ends here.
     state.world.new_prompt();
     state.turn = Turn {
@@ -262,9 +283,11 @@ fn turn_signature(state: &SessionState) -> Digest16 {
 /// turn exactly — even a turn that only ran the tests and reported, if it is the same again.
 fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) {
     let t = &state.turn;
-    if t.number == 0 {
+    if t.number == 0 || t.ended {
         return;
     }
+    state.turn.ended = true;
+    let t = &state.turn;
     let moved = matches!((t.baseline.as_deref(), now_fingerprint), (Some(a), Some(b)) if a != b);
     let novel = state.world.novel_states > t.start_novel;
     let progress = t.progress == Some(true) || moved || novel;

@@ -98,6 +98,8 @@ pub struct Turn {
     /// Calls loopgate denied or warned about in this turn, and in how many model turns: the
     /// ladder's last stage needs two different repeated calls across batches, never one batch.
     pub intervened_keys: Vec<Digest16>,
+    /// Judged for the breaker already (a refused prompt ends a turn without starting one).
+    pub ended: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

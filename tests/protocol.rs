@@ -47,7 +47,7 @@ fn a_changed_outcome_keeps_the_call_allowed() {
 }
 
 #[test]
-fn answers_that_differ_only_in_numbers_get_twice_the_budget() {
+fn answers_that_differ_only_in_numbers_get_a_larger_budget() {
     let env = Env::new();
     // An unknown error may be retried twice; differing only in a count, four times.
     for n in 0..5 {

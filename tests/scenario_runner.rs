@@ -14,6 +14,7 @@
 //! - `{"parallel": [CALL, ...], "batch_expect": E}`: one model turn of parallel calls (each CALL
 //!   like a call step, or `"cancelled": true` for a sibling Claude Code cancelled).
 //! - `{"write": FILE, "content": TEXT, "post": P}`: a Write of FILE in the project, on disk too.
+//! - `{"rm": FILE}`: `rm FILE` through Bash, deleting it, with the bashEditDiff naming it.
 //! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
 //! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
 //! - `{"batch": true, "expect": E}`: the turn's PostToolBatch (`block` ends an unattended run).
@@ -90,6 +91,36 @@ impl Run {
                 at,
             );
         }
+        if let Some(file) = step["rm"].as_str() {
+            // `rm FILE` through Bash: the file goes, and Claude Code's bashEditDiff names it.
+            let path = self.env.project.join(file);
+            let input =
+                json!({"command": format!("rm {}", path.display()), "description": "remove"});
+            let id = self.env.id();
+            let pre = self.env.pre("Bash", input.clone(), &id);
+            check(
+                &pre,
+                step["expect"].as_str().unwrap_or("allow"),
+                step["detector"].as_str(),
+                &self.env,
+                &format!("{at} (pre)"),
+            )?;
+            if pre.denied() {
+                self.env
+                    .batch_of("Bash", &input, &id, &denial_text("Bash", &pre));
+                return Ok(());
+            }
+            let _ = std::fs::remove_file(&path);
+            let diff = json!({"files": [{"filePath": path, "hunks": []}], "moreFiles": 0, "changedFiles": [path]});
+            self.env.post(
+                "Bash",
+                input.clone(),
+                &id,
+                json!({"stdout": "", "stderr": "", "interrupted": false, "bashEditDiff": diff}),
+            );
+            self.env.batch_of("Bash", &input, &id, "");
+            return Ok(());
+        }
         if let Some(calls) = step["parallel"].as_array() {
             return self.parallel(calls, step, n, at);
         }
@@ -99,7 +130,18 @@ impl Run {
             let input = json!({"file_path": path, "content": content});
             let id = self.env.id();
             let pre = self.env.pre("Write", input.clone(), &id);
-            check(&pre, "allow", None, &self.env, &format!("{at} (pre)"))?;
+            check(
+                &pre,
+                step["expect"].as_str().unwrap_or("allow"),
+                step["detector"].as_str(),
+                &self.env,
+                &format!("{at} (pre)"),
+            )?;
+            if pre.denied() {
+                self.env
+                    .batch_of("Write", &input, &id, &denial_text("Write", &pre));
+                return Ok(());
+            }
             std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| e.to_string())?;
             std::fs::write(&path, content).map_err(|e| e.to_string())?;
             let post = self.env.post(

@@ -28,12 +28,15 @@ fn state_token(e: &Entry) -> Token {
 
 /// The shortest period `p` (2..=max) for which the last `2p` tokens repeat with period `p` and
 /// hold at least two different calls.
+/// A step that answered nothing (a silent command, a sleep) did something: a round with one in
+/// it is waiting or working, not going round.
 fn period(tokens: &[Token], max: usize) -> Option<usize> {
     let n = tokens.len();
     (2..=max).find(|&p| {
         n >= 2 * p
             && (0..p).all(|i| tokens[n - 2 * p + i] == tokens[n - p + i])
             && tokens[n - p..].iter().any(|t| t.0 != tokens[n - 1].0)
+            && !tokens[n - p..].iter().any(|t| t.2 && t.1.is_none())
     })
 }
 

@@ -3,8 +3,8 @@
 //! transient 3 retries, deterministic 1, unknown 2), successful calls 3, read-only tools 4 — so no
 //! second counter can fire earlier on the same evidence.
 //!
-//! Answers that differ only in numbers and ids (the shape) are the same answer with twice the
-//! budget. Waiting is judged by real waiting: repeats spaced by a sleep or by minutes are polls,
+//! Answers that differ only in numbers and ids (the shape) are the same answer with a budget
+//! larger by [`SHAPE_TOLERANCE`]. Waiting is judged by real waiting: repeats spaced by a sleep or by minutes are polls,
 //! and only back-to-back repeats spend the class budget; a spaced poll is stopped once its answer
 //! has not changed for both `waiting_answers` answers and `waiting_minutes`.
 
@@ -16,6 +16,11 @@ use crate::outcome::ErrorClass;
 use crate::verdict::{Action, Severity, Verdict};
 
 pub const NAME: &str = "repeat";
+
+/// Extra repeats allowed when answers match only by shape: a changing count may be something
+/// moving (a progress bar polled without waiting), yet it must not run on for ever (the same
+/// comment posted again, each time with a new id, is caught only a little later than a repeat).
+pub const SHAPE_TOLERANCE: u32 = 2;
 
 /// The latest run of identical answers to one call.
 #[derive(Debug, Clone)]
@@ -78,7 +83,7 @@ pub fn budget(c: &Chain, cfg: &Repeat) -> u32 {
         (false, _) => cfg.success,
     };
     if c.shape_only {
-        base.saturating_mul(2)
+        base.saturating_add(SHAPE_TOLERANCE)
     } else {
         base
     }

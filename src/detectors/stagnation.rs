@@ -16,9 +16,11 @@ pub const NAME: &str = "stagnation";
 /// with commands. File changes are judged by the state they produce, never here.
 fn family(c: ToolClass) -> Option<u8> {
     match c {
-        ToolClass::Read | ToolClass::Search => Some(0),
+        ToolClass::Search => Some(0),
         ToolClass::Shell => Some(1),
         ToolClass::Other => Some(2),
+        // Reading what a search found is using the answer, not asking again.
+        ToolClass::Read => Some(3),
         ToolClass::Write | ToolClass::Edit => None,
     }
 }
@@ -115,7 +117,8 @@ pub fn on_answer(v: &View, e: &Entry) -> Option<Verdict> {
 
 fn kind(c: ToolClass) -> &'static str {
     match c {
-        ToolClass::Read | ToolClass::Search => "searches and reads",
+        ToolClass::Search => "searches",
+        ToolClass::Read => "reads",
         ToolClass::Shell => "commands",
         _ => "calls",
     }
