@@ -120,7 +120,7 @@ mod tests {
             out["hookSpecificOutput"]["additionalContext"],
             "loopgate: seen it. Do else."
         );
-        assert_eq!(out["systemMessage"], "loopgate [dedup · low]: seen it.");
+        assert_eq!(out["systemMessage"], "loopgate [repeat · low]: seen it.");
         assert!(answer(Event::Stop, &v(Action::Warn)).is_none());
     }
 }
