@@ -109,11 +109,23 @@ impl<'de> serde::Deserialize<'de> for Digest16 {
 }
 
 /// Hash of a tool call: the tool name plus its input as JSON with recursively sorted keys.
+///
+/// A shell command's `description` is the model's commentary, not the call: the same command
+/// with a reworded description is the same call.
 pub fn call_key(tool: &str, input: &Value) -> Digest16 {
     let mut h = HashWriter(Sha256::new());
     h.0.update(tool.as_bytes());
     h.0.update([0u8]);
-    write_canonical(input, &mut h);
+    match input {
+        Value::Object(m)
+            if matches!(tool, "Bash" | "PowerShell") && m.contains_key("description") =>
+        {
+            let mut m = m.clone();
+            m.remove("description");
+            write_canonical(&Value::Object(m), &mut h);
+        }
+        _ => write_canonical(input, &mut h),
+    }
     Digest16::from_hash(&h.0.finalize())
 }
 
@@ -204,6 +216,24 @@ mod tests {
         assert_ne!(
             call_key("T", &json!({"a": [1, 2]})),
             call_key("T", &json!({"a": [2, 1]}))
+        );
+    }
+
+    #[test]
+    fn a_reworded_description_is_the_same_shell_call() {
+        assert_eq!(
+            call_key(
+                "Bash",
+                &json!({"command": "npm test", "description": "run tests"})
+            ),
+            call_key(
+                "Bash",
+                &json!({"command": "npm test", "description": "again"})
+            )
+        );
+        assert_ne!(
+            call_key("Other", &json!({"q": 1, "description": "a"})),
+            call_key("Other", &json!({"q": 1, "description": "b"}))
         );
     }
 

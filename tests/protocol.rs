@@ -23,8 +23,8 @@ fn fourth_identical_failing_call_is_denied_with_the_exact_json() {
                "permissionDecisionReason": reason}}),
         "nothing else in the answer"
     );
-    // Two detectors see this loop (dedup: same call, same result; the identical-failure breaker:
-    // an unknown error's budget of 2 retries); either way the model is told what and how often.
+    // One rule judges it: the same call, the same answer, nothing new between; an unknown error
+    // may be retried twice. The model is told what and how often.
     assert!(reason.contains("Bash `cargo test`"), "{reason}");
     assert!(reason.contains("3 times"), "{reason}");
     assert!(reason.contains("loopgate"), "{reason}");
