@@ -537,7 +537,10 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     let mut novel = false;
     if f.status == Status::Ok {
         match changes(f.tool, f.input, f.response, f.cwd) {
-            Some(ch) if !ch.is_empty() => {
+            Some(mut ch) if !ch.is_empty() => {
+                if class == ToolClass::Edit {
+                    unseen_edit(&mut ch, &state.world, f.input);
+                }
                 novel = state.world.apply(&ch);
                 if class.changes_files() {
                     // A file change's answer is the state it left the file in.
@@ -654,6 +657,20 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     }
     state.enforce_agent_cap(now);
     (key, verdicts)
+}
+
+/// An edit that succeeded on a file loopgate cannot read (replaying a transcript on another
+/// machine, or a file already gone again): its content is taken as the earlier content with this
+/// edit applied, so successive edits stay different states instead of all looking "absent".
+fn unseen_edit(ch: &mut [(Digest16, Digest16)], world: &crate::ledger::World, input: &Value) {
+    for (path, content) in ch.iter_mut() {
+        if *content == ABSENT {
+            let before = world.files.get(path).map_or(ABSENT, |f| f.content);
+            let mut edit = Vec::new();
+            crate::canon::write_canonical(input, &mut edit);
+            *content = Digest16::of_parts(&[&before.0, &edit]);
+        }
+    }
 }
 
 /// The file a Write/Edit/NotebookEdit names, absolute.
