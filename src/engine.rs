@@ -965,3 +965,81 @@ pub fn decision_name(event: Event, action: Action) -> &'static str {
 pub fn describe_call(tool: &str, input: &Value) -> String {
     describe(tool, &redact::target(tool, input))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn payload(event: &str, extra: Value) -> Payload {
+        let mut v = json!({"session_id": "s", "hook_event_name": event, "prompt_id": "p"});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        Payload::parse(v.to_string().as_bytes()).unwrap().0
+    }
+
+    /// However long a session of ordinary work runs, with every subagent slot in use and the
+    /// longest targets, the state stays bounded.
+    #[test]
+    fn state_stays_bounded_however_long_the_session() {
+        let config = Config::default();
+        let ctx = Ctx {
+            config: &config,
+            now_ms: 0,
+            project_dir: None,
+            attended: None,
+            worktree: &crate::git::NoGit,
+            state_dir: None,
+        };
+        let mut state = SessionState::new("s", 0);
+        let long = "x".repeat(4000);
+        // Past every cap (96 entries for each of 8 agents, 256 files).
+        for i in 0..1_200u64 {
+            let ctx = Ctx {
+                now_ms: i * 1000,
+                ..ctx
+            };
+            let agent = if i % 3 == 0 {
+                "main".to_string()
+            } else {
+                format!("sub-{}", i % 11)
+            };
+            let (tool, input) = match i % 4 {
+                0 => (
+                    "Write",
+                    json!({"file_path": format!("/p/f{i}.txt"), "content": format!("v{i}")}),
+                ),
+                1 => ("Read", json!({"file_path": format!("/p/{long}{i}")})),
+                2 => ("Grep", json!({"pattern": format!("{long}{i}")})),
+                _ => ("Bash", json!({"command": format!("{long} {i}")})),
+            };
+            let id = format!("toolu_{i:020}");
+            let mut extra = json!({"tool_name": tool, "tool_input": input, "tool_use_id": id});
+            if agent != "main" {
+                extra["agent_id"] = json!(agent);
+            }
+            handle(
+                &mut state,
+                &payload("PreToolUse", extra.clone()),
+                Event::PreToolUse,
+                &ctx,
+            );
+            extra["tool_response"] = json!({"stdout": format!("answer {i} {long}"), "stderr": ""});
+            handle(
+                &mut state,
+                &payload("PostToolUse", extra),
+                Event::PostToolUse,
+                &ctx,
+            );
+        }
+        let json = serde_json::to_vec(&state).unwrap();
+        eprintln!("state after 1,200 calls: {} KiB as JSON", json.len() >> 10);
+        assert!(state.agents.len() <= crate::state::MAX_AGENTS);
+        assert!(
+            json.len() <= 256 << 10,
+            "state is {} KiB as JSON",
+            json.len() >> 10
+        );
+    }
+}
