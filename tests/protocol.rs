@@ -108,7 +108,14 @@ fn rereading_an_unchanged_file_is_allowed_five_times_then_denied() {
             json!({"type": "text", "file": {"content": "same"}}),
         );
     }
-    assert!(env.events().is_empty());
+    let events = env.events();
+    assert_eq!(
+        events.len(),
+        1,
+        "one warning before the refusal: {events:?}"
+    );
+    assert_eq!(events[0]["detector"], "repeat");
+    assert_eq!(events[0]["decision"], "warn");
     let out = env.pre("Read", input.clone(), &env.id());
     assert!(out.denied(), "{}", out.stdout);
     assert!(

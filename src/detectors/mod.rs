@@ -50,6 +50,7 @@ pub const BEFORE_CALL: &[(&str, BeforeCall)] = &[
 
 /// Every detector that reads answers, by name.
 pub const AFTER_ANSWER: &[(&str, AfterAnswer)] = &[
+    (repeat::NAME, repeat::on_answer),
     (stagnation::NAME, stagnation::on_answer),
     (cycle::NAME, cycle::on_answer),
     (failures::NAME, failures::on_answer),

@@ -123,6 +123,32 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
     ))
 }
 
+/// After a successful answer: when the next identical call back to back would be refused, say so
+/// once, so a poll that asks again at once hears "wait between checks" before it is stopped.
+pub fn on_answer(v: &View, e: &Entry) -> Option<Verdict> {
+    let cfg = &v.config.detectors.repeat;
+    if !cfg.enabled || e.status != Status::Ok || e.waited {
+        return None;
+    }
+    let c = chain(v.ledger, &e.key, v.world.epoch)?;
+    let allowed = budget(&c, cfg);
+    if c.last.key != e.key || c.answers < 2 || c.back_to_back + 1 != allowed + 1 {
+        return None;
+    }
+    let what = super::describe(&e.tool, &e.target);
+    let reason = format!(
+        "loopgate: {what} has returned the same answer {} times in a row with nothing changed; the next identical call will be refused. \
+         If you are waiting for something, wait between checks (e.g. `sleep 30`); otherwise use the answer or change something first.",
+        c.answers
+    );
+    Some(
+        Verdict::new(NAME, Action::Warn, Severity::Low, reason)
+            .with("call", e.key.short())
+            .with("answers", c.answers)
+            .with("allowed_repeats", allowed),
+    )
+}
+
 fn verdict(
     c: &Chain,
     call: &Call,
