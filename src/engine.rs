@@ -4,9 +4,7 @@
 
 use crate::canon::{call_key, Digest16};
 use crate::config::{Config, Mode};
-use crate::detectors::{
-    self, breaker, circular, describe, guard, modification, progress, Call, View,
-};
+use crate::detectors::{self, breaker, circular, guard, modification, progress, Call, View};
 use crate::git::Worktree;
 use crate::ledger::{Entry, Pending, Status, ToolClass, ABSENT};
 use crate::outcome::{self, Interruption};
@@ -465,7 +463,7 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
             denied: false,
         });
     }
-    state.enforce_agent_cap(now);
+    state.enforce_agent_cap();
     state.totals.calls += 1;
     if p.agent() == MAIN_AGENT && class.changes_files() {
         state.turn.edit_attempts += 1;
@@ -655,7 +653,7 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
             state.turn.edit_failures += 1;
         }
     }
-    state.enforce_agent_cap(now);
+    state.enforce_agent_cap();
     (key, verdicts)
 }
 
@@ -959,11 +957,6 @@ pub fn decision_name(event: Event, action: Action) -> &'static str {
         ) => "block",
         (_, a) => a.name(),
     }
-}
-
-/// Shown in messages: what a call is, for evidence and tests.
-pub fn describe_call(tool: &str, input: &Value) -> String {
-    describe(tool, &redact::target(tool, input))
 }
 
 #[cfg(test)]

@@ -172,32 +172,9 @@ impl SessionState {
         }
     }
 
-    /// The agent's state, created on first sight; the least recently seen agent is forgotten when
-    /// too many run at once (the main agent is never evicted).
-    pub fn agent_mut(&mut self, agent: &str, now_ms: u64) -> &mut AgentState {
-        if !self.agents.contains_key(agent) {
-            while self.agents.len() >= MAX_AGENTS {
-                let victim = self
-                    .agents
-                    .iter()
-                    .filter(|(k, _)| k.as_str() != MAIN_AGENT)
-                    .min_by_key(|(_, a)| a.last_seen_ms)
-                    .map(|(k, _)| k.clone());
-                match victim {
-                    Some(k) => self.agents.remove(&k),
-                    None => break,
-                };
-            }
-        }
-        let key = crate::payload::clip(agent, 64);
-        let a = self.agents.entry(key).or_default();
-        a.last_seen_ms = a.last_seen_ms.max(now_ms);
-        a
-    }
-
     /// Keeps at most [`MAX_AGENTS`] agents, forgetting the least recently seen subagent first (the
     /// main agent is never evicted), so any number of subagents each keep being judged.
-    pub fn enforce_agent_cap(&mut self, _now_ms: u64) {
+    pub fn enforce_agent_cap(&mut self) {
         while self.agents.len() > MAX_AGENTS {
             let victim = self
                 .agents
@@ -222,6 +199,7 @@ impl SessionState {
     /// Clears loop state (calls, runs, counters, turn signals) but keeps identity and totals.
     pub fn reset_loops(&mut self) {
         self.agents.clear();
+        self.world.new_prompt();
         let turn = std::mem::take(&mut self.turn);
         self.turn = Turn {
             prompt_id: turn.prompt_id,
@@ -240,9 +218,12 @@ mod tests {
     #[test]
     fn agents_are_evicted_least_recently_seen_first_never_main() {
         let mut s = SessionState::new("s", 0);
-        s.agent_mut(MAIN_AGENT, 0);
-        for i in 0..20u64 {
-            s.agent_mut(&format!("sub{i}"), i + 1);
+        for (i, name) in std::iter::once(MAIN_AGENT.to_string())
+            .chain((0..20).map(|i| format!("sub{i}")))
+            .enumerate()
+        {
+            s.agents.entry(name).or_default().last_seen_ms = i as u64;
+            s.enforce_agent_cap();
         }
         assert_eq!(s.agents.len(), MAX_AGENTS);
         assert!(s.agents.contains_key(MAIN_AGENT));
