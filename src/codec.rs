@@ -104,76 +104,61 @@ mod tests {
     use super::*;
     use crate::state::*;
 
-    /// A state with every optional field set and every collection non-empty, so a field that
-    /// postcard would silently drop shows up as a round-trip difference.
+    /// A state the engine built from a realistic mix of events (successes, failures, a rejected
+    /// edit, a subagent, repeats that draw verdicts), with the turn's optional fields set, so a
+    /// field postcard would silently drop shows up as a round-trip difference.
     pub fn full_state() -> SessionState {
-        let mut s = SessionState::new("sess-1", 7);
-        s.updated_ms = 9;
-        s.turn = Turn {
-            prompt_id: Some("p".into()),
-            number: 3,
-            baseline: Some("b".into()),
-            progress: Some(false),
-            escalation: Some("e".into()),
-            last_intervention_batch: Some(2),
-            ..Turn::default()
-        };
+        use crate::engine::{handle, Ctx};
+        use crate::payload::Payload;
+        use serde_json::json;
+        let cfg = crate::config::Config::default();
+        let mut s = SessionState::new("sess-1", 1_000);
+        let events = [
+            json!({"hook_event_name": "UserPromptSubmit", "prompt": "fix it", "prompt_id": "p1"}),
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "make"}, "tool_use_id": "t1", "prompt_id": "p1"}),
+            json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "tool_input": {"command": "make"}, "tool_use_id": "t1", "error": "Exit code 2\nmake: *** no rule", "prompt_id": "p1"}),
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t2", "prompt_id": "p1", "agent_id": "sub1"}),
+            json!({"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t2", "tool_response": {"stdout": "a b 12:00:01", "stderr": ""}, "prompt_id": "p1", "agent_id": "sub1"}),
+            json!({"hook_event_name": "PostToolBatch", "prompt_id": "p1", "tool_calls": [{"tool_name": "Edit", "tool_input": {"file_path": "/x/a.rs", "old_string": "a", "new_string": "b"}, "tool_use_id": "t3", "tool_response": "<tool_use_error>String to replace not found in file.</tool_use_error>"}]}),
+        ];
+        let mut all = Vec::new();
+        all.extend(events.iter().cloned());
+        for i in 0..4 {
+            all.push(json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "make"}, "tool_use_id": format!("r{i}"), "prompt_id": "p1"}));
+            all.push(json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "tool_input": {"command": "make"}, "tool_use_id": format!("r{i}"), "error": "Exit code 2", "prompt_id": "p1"}));
+        }
+        all.push(json!({"hook_event_name": "Stop", "stop_hook_active": false, "prompt_id": "p1"}));
+        for (n, mut e) in all.into_iter().enumerate() {
+            e["session_id"] = json!("sess-1");
+            let (p, event) = Payload::parse(e.to_string().as_bytes()).unwrap();
+            let ctx = Ctx {
+                config: &cfg,
+                now_ms: 1_000 + n as u64 * 500,
+                project_dir: None,
+                attended: Some(false),
+                worktree: &crate::git::NoGit,
+                state_dir: None,
+            };
+            handle(&mut s, &p, event, &ctx);
+        }
+        s.turn.baseline = Some("b".into());
+        s.turn.progress = Some(false);
+        s.turn.escalation = Some("e".into());
+        s.turn.last_intervention_batch = Some(2);
+        s.breaker.state = BreakerState::HalfOpen;
         s.breaker.history.push_back(Transition {
             at_ms: 1,
             from: "CLOSED".into(),
             to: "OPEN".into(),
             reason: "r".into(),
         });
-        s.breaker.state = BreakerState::HalfOpen;
-        s.recent.push_back(DecisionNote {
-            summary: "x".into(),
-            ..DecisionNote::default()
-        });
-        let a = s.agent_mut(MAIN_AGENT, 5);
-        a.push_call(Call {
-            id: "t1".into(),
-            tool: "Bash".into(),
-            key: "k".into(),
-            target: "ls".into(),
-            at_ms: 4,
-            epoch: 1,
-            status: CallStatus::Failed,
-            outcome: Some("o".into()),
-        });
-        a.push_call(Call {
-            id: "t2".into(),
-            tool: "Bash".into(),
-            key: "k2".into(),
-            target: "ls".into(),
-            at_ms: 5,
-            epoch: 1,
-            status: CallStatus::Pending,
-            outcome: None,
-        });
-        let r = a.run_mut("k", "Bash", "ls", 4);
-        r.blocked_turn = Some(3);
-        r.blocked_reason = "because".into();
-        r.outcome = Some("o".into());
-        r.recent_ms.push_back(4);
-        a.run_mut("k2", "Bash", "ls", 5);
-        a.blocked = Some(StickyBlock {
-            detector: "d".into(),
-            reason: "r".into(),
-            since_ms: 1,
-        });
-        a.pattern_next = Some(PatternMark::default());
-        a.edits.push_back(EditRec {
-            path: "f".into(),
-            lines: vec![1, 2],
-            at_ms: 1,
-            ok: true,
-        });
-        a.failure_sigs.insert(
-            "k".into(),
-            FailureSig {
-                class: crate::outcome::ErrorClass::Transient,
-                ..FailureSig::default()
-            },
+        let main = &s.agents[MAIN_AGENT];
+        assert!(
+            main.ledger
+                .entries
+                .iter()
+                .any(|e| e.error_class.is_some() && !e.preview.is_empty()),
+            "the fixture exercises failures"
         );
         s
     }

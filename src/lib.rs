@@ -15,6 +15,7 @@ pub mod events;
 pub mod exit;
 pub mod git;
 pub mod hook;
+pub mod ledger;
 pub mod noise;
 pub mod outcome;
 pub mod payload;
