@@ -23,7 +23,9 @@
 //! - a permission refusal ("The user doesn't want to proceed…", also how staying in plan mode is
 //!   recorded) fired PreToolUse (it runs before the dialog) and no Post event (the tool never
 //!   ran); a plain "No" interrupts the turn (no PostToolBatch, no Stop), a "No" with feedback lets
-//!   the turn go on, and the batch carries the refusal text;
+//!   the turn go on, and the batch carries the refusal text; a refusal with nobody to ask ("Claude
+//!   requested permissions to …, but you haven't granted it yet", "… needs approval") is the same
+//!   without the interruption;
 //! - a call Claude Code cancelled because a parallel sibling failed ("Sibling tool call errored")
 //!   fires no Post event either (cancelled calls never do); its PreToolUse fired only if the call
 //!   started before the sibling failed, which the transcript shows by order: a `tool_use` streamed
@@ -152,6 +154,12 @@ const USER_REJECTIONS: &[&str] = &[
     "The user doesn't want to proceed",
     "The user doesn't want to take this action",
 ];
+/// A permission check refused the call with nobody to ask (`-p`, or a rule): the tool never ran.
+fn permission_denied(head: &str) -> bool {
+    let first = head.lines().next().unwrap_or("");
+    (head.starts_with("Claude requested permissions to") && first.contains("haven't granted it"))
+        || (!head.starts_with("Exit code") && first.contains(" needs approval"))
+}
 /// User texts that are not prompts for the model.
 const NOT_A_PROMPT: &[&str] = &[
     "<local-command-stdout>",
@@ -305,7 +313,7 @@ fn classify(tool: &str, is_error: bool, text: &str) -> Outcome {
     if USER_REJECTIONS.iter().any(|m| head.starts_with(m)) {
         return Outcome::Denied { by_user: true };
     }
-    if head.contains("hook error") {
+    if head.contains("hook error") || permission_denied(head) {
         return Outcome::Denied { by_user: false };
     }
     Outcome::Failure
@@ -1731,6 +1739,56 @@ mod tests {
         assert_eq!(
             c.payloads[2].payload["tool_calls"][0]["tool_response"],
             refusal
+        );
+    }
+
+    #[test]
+    fn permission_denied_without_a_person_fires_no_post() {
+        let denied = "Claude requested permissions to write to /p/CLAUDE.md, but you haven't granted it yet.";
+        let t = [
+            prompt("write it", "2026-02-10T22:57:54.764Z"),
+            tool_use("m1", "w1", "Bash", json!({"command": "touch /p/x"})),
+            result(
+                "w1",
+                json!("touch in '/p/x' needs approval. Ask the user."),
+                true,
+                None,
+            ),
+            tool_use(
+                "m2",
+                "w2",
+                "Write",
+                json!({"file_path": "/p/CLAUDE.md", "content": "x"}),
+            ),
+            result("w2", json!(denied), true, None),
+            tool_use("m3", "w3", "Bash", json!({"command": "grep approval log"})),
+            result(
+                "w3",
+                json!("Exit code 1\nrun needs approval first"),
+                true,
+                None,
+            ),
+            text("m4", "I need permission."),
+        ]
+        .join("\n");
+        let c = convert(&t, "fb");
+        assert_eq!(
+            events(&c),
+            [
+                "UserPromptSubmit",
+                "PreToolUse",
+                "PostToolBatch",
+                "PreToolUse",
+                "PostToolBatch",
+                "PreToolUse",
+                "PostToolUseFailure",
+                "PostToolBatch",
+                "Stop"
+            ]
+        );
+        assert_eq!(
+            c.payloads[4].payload["tool_calls"][0]["tool_response"],
+            denied
         );
     }
 
