@@ -78,6 +78,8 @@ fn subagent_calls_are_replayed_once_with_their_agent() {
         .find(|p| p.event == "PreToolUse" && p.payload["tool_name"] == "Grep")
         .unwrap();
     assert_eq!(grep.payload["agent_id"], "a1b2c3d");
+    // The Task's subagent_type, as Claude Code's hooks name it.
+    assert_eq!(grep.payload["agent_type"], "Explore");
     assert_eq!(
         grep.payload["session_id"],
         "11111111-aaaa-4000-8000-000000000001"

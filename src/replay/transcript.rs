@@ -396,6 +396,9 @@ struct Conv {
     /// `uuid`s of the conversation lines played: progress lines and subagent transcripts repeat them.
     seen_lines: HashSet<String>,
     permission_mode: String,
+    /// A subagent's `agent_type`: the `subagent_type` of the Task call that started it, when a
+    /// progress line names that call.
+    agent_types: HashMap<String, String>,
 }
 
 fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
@@ -473,6 +476,7 @@ impl Conv {
             call_list: Vec::new(),
             seen_lines: HashSet::new(),
             permission_mode: PERMISSION_MODE.to_string(),
+            agent_types: HashMap::new(),
         }
     }
 
@@ -503,8 +507,12 @@ impl Conv {
         m.insert("prompt_id".into(), json!(prompt_id));
         m.insert("permission_mode".into(), json!(self.permission_mode));
         if let Some(agent) = &self.threads[thread].agent_id {
+            let kind = self
+                .agent_types
+                .get(agent)
+                .map_or(AGENT_TYPE, String::as_str);
             m.insert("agent_id".into(), json!(agent));
-            m.insert("agent_type".into(), json!(AGENT_TYPE));
+            m.insert("agent_type".into(), json!(kind));
         }
         m.insert("hook_event_name".into(), json!(event));
         m
@@ -570,6 +578,15 @@ impl Conv {
         if kind == "progress" {
             // A subagent's message as it happened, wrapped in the main transcript.
             if let Some((inner, agent)) = agent_progress(obj) {
+                let started_by =
+                    str_field(obj, "parentToolUseID").and_then(|id| self.calls.get(id));
+                if let Some(kind) = started_by
+                    .and_then(|c| c.input.get("subagent_type"))
+                    .and_then(Value::as_str)
+                    .filter(|k| !k.is_empty())
+                {
+                    self.agent_types.insert(agent.to_string(), kind.to_string());
+                }
                 let mut l = inner.clone();
                 l.insert("agentId".into(), json!(agent));
                 l.insert("isSidechain".into(), json!(true));
@@ -1602,6 +1619,7 @@ mod tests {
         assert_eq!(c.call_list[0].agent_id, None);
         let grep = &c.payloads[2].payload;
         assert_eq!(grep["agent_id"], "a1");
+        assert_eq!(grep["agent_type"], "general-purpose");
         assert_eq!(grep["session_id"], "s1");
         assert_eq!(grep["prompt_id"], c.payloads[0].payload["prompt_id"]);
         // The subagent's own time, not the parent's.
