@@ -3,8 +3,10 @@
 //! met can be read and judged.
 //!
 //! Each event is judged at the transcript's own time (`Ctx::now_ms`). The Stop gate is judged too,
-//! from the session state alone: replay hands the engine no worktree (`git::NoGit`). When loopgate
-//! would block a Stop, Claude Code would have let the model go on and then fired another Stop with
+//! from the session's ledger alone: replay reads no worktree (the files a transcript touched are
+//! not the files on this machine), so the engine gets [`LedgerOnly`], a worktree that never
+//! changes, and a project directory nothing can be under: whether a turn changed anything is the
+//! ledger's world state, nothing else. When loopgate would block a Stop, Claude Code would have let the model go on and then fired another Stop with
 //! `stop_hook_active: true`; replay plays that second Stop at once (the transcript cannot show what
 //! the model would have done in between) and then follows the transcript again.
 
@@ -12,7 +14,7 @@ pub mod transcript;
 
 use crate::config::{Config, Mode};
 use crate::engine::{self, decision_name, Ctx};
-use crate::git::NoGit;
+use crate::git::Worktree;
 use crate::payload::{Event, Payload};
 use crate::state::SessionState;
 use crate::verdict::{Action, Verdict};
@@ -80,9 +82,9 @@ pub fn replay_group(main: &str, subagents: &[&str], name: &str, config: &Config)
         let ctx = Ctx {
             config: &cfg,
             now_ms,
-            project_dir: None,
+            project_dir: Some(Path::new(NO_PROJECT)),
             attended: Some(false),
-            worktree: &NoGit,
+            worktree: &LedgerOnly,
             state_dir: None,
         };
         let state = states
@@ -104,6 +106,21 @@ pub fn replay_group(main: &str, subagents: &[&str], name: &str, config: &Config)
         fired,
     }
 }
+
+/// The worktree of a replay: one that never changes, so the Stop gate and the circuit breaker
+/// judge a turn by the ledger's world state (the content the session's own calls wrote) and by
+/// nothing on this machine's disk.
+pub struct LedgerOnly;
+
+impl Worktree for LedgerOnly {
+    fn fingerprint(&self, _dir: &Path) -> anyhow::Result<Option<String>> {
+        Ok(Some("replay: the ledger is the only worktree".to_string()))
+    }
+}
+
+/// The project directory replay gives the engine: `/dev/null` is not a directory, so no file a
+/// transcript names is under it and no detector reads this machine's files for it.
+const NO_PROJECT: &str = "/dev/null/loopgate-replay";
 
 /// Feeds every payload to `judge` (payload, event, the transcript's time in ms, never going back)
 /// and plays the Stop Claude Code would fire after a blocked one. Returns what fired and how many
