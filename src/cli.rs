@@ -75,7 +75,7 @@ pub enum Command {
     },
     /// Feed Claude Code transcripts through the detectors offline (observe mode, in memory)
     Replay {
-        /// Transcript files (.jsonl) or directories of them
+        /// Transcript files (.jsonl) or directories searched recursively (e.g. ~/.claude/projects)
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Machine-readable output

@@ -3,6 +3,7 @@ mod e2e;
 mod faults;
 mod fuzz;
 mod protocol;
+mod replay;
 mod robustness;
 mod scenario_runner;
 mod stop_gate;
