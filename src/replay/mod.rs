@@ -113,8 +113,12 @@ pub fn replay_group(main: &str, subagents: &[&str], name: &str, config: &Config)
 pub struct LedgerOnly;
 
 impl Worktree for LedgerOnly {
-    fn fingerprint(&self, _dir: &Path) -> anyhow::Result<Option<String>> {
-        Ok(Some("replay: the ledger is the only worktree".to_string()))
+    fn stamp(&self, _dir: &Path) -> Option<String> {
+        Some("replay: the ledger is the only worktree".to_string())
+    }
+
+    fn changed_since(&self, _dir: &Path, _stamp: &str) -> Option<bool> {
+        Some(false)
     }
 }
 
