@@ -434,6 +434,7 @@ mod tests {
             .status()
             .unwrap()
             .success());
+        settle();
         let t = Instant::now();
         let s = Stamp::take(d.path()).expect("the index is only stat'ed");
         let lim = Limits {
