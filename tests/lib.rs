@@ -2,6 +2,7 @@ mod common;
 mod e2e;
 mod faults;
 mod fuzz;
+mod guard_table;
 mod protocol;
 mod replay;
 mod robustness;
