@@ -59,6 +59,8 @@ pub fn line(m: &Meta, v: &Verdict) -> Value {
     if let Some(p) = &m.preview {
         o["preview"] = Value::String(p.clone());
     }
+    // The one masking pass every line goes through, whatever a detector put in it.
+    crate::redact::mask_value(&mut o);
     o
 }
 

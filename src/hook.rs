@@ -105,7 +105,8 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         worktree: &Git,
         state_dir: Some(store.dir()),
     };
-    let verdicts = engine::handle(&mut state, &payload, event, &ctx);
+    let mut verdicts = engine::handle(&mut state, &payload, event, &ctx);
+    verdicts.iter_mut().for_each(crate::redact::mask_verdict);
     store.save(&lock, &state)?;
     let enforced = cfg.mode == Mode::Enforce;
     let meta = events::Meta {

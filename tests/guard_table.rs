@@ -194,6 +194,7 @@ const HARMLESS_BASH: &[&str] = &[
     "cargo test",
     "sed -i s/a/b/ src/lib.rs",
     "git reset --hard HEAD",
+    "git checkout -- . && git merge origin/main",
     "mkdir -p ~/.claude",
 ];
 

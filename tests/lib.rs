@@ -7,4 +7,5 @@ mod protocol;
 mod replay;
 mod robustness;
 mod scenario_runner;
+mod secrets;
 mod stop_gate;

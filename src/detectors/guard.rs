@@ -220,11 +220,16 @@ const STARTUP_FILES: &[&str] = &[
     "config.fish",
 ];
 
-pub fn check(tool: &str, input: &Value, env: &Env, cfg: &Guard) -> Option<Verdict> {
-    if !cfg.enabled {
+/// Judges one tool call; `env` is built only for the tools the guard reads.
+pub fn check(tool: &str, input: &Value, env: impl FnOnce() -> Env, cfg: &Guard) -> Option<Verdict> {
+    let relevant = matches!(
+        tool,
+        "Bash" | "Edit" | "MultiEdit" | "Write" | "NotebookEdit"
+    ) || tool.starts_with("mcp__");
+    if !cfg.enabled || !relevant {
         return None;
     }
-    let finding = judge(tool, input, env)?;
+    let finding = judge(tool, input, &env())?;
     Some(
         Verdict::new(
             NAME,
@@ -862,10 +867,12 @@ impl<'e> Bash<'e> {
         ) {
             return None;
         }
+        // Only paths that name a protected file: `git checkout -- .` restores what is committed,
+        // which a user's own files are not part of.
         operands(args)
             .iter()
             .skip(1)
-            .find_map(|w| self.touch(w, Op::Remove, how, Some(text)))
+            .find_map(|w| self.touch(w, Op::Write, how, Some(text)))
     }
 }
 
@@ -1022,7 +1029,7 @@ mod tests {
     fn writes_denied_reads_allowed() {
         let env = test_env();
         let cfg = Guard::default();
-        let deny = |tool: &str, input: Value| check(tool, &input, &env, &cfg).is_some();
+        let deny = |tool: &str, input: Value| check(tool, &input, || env.clone(), &cfg).is_some();
         assert!(deny(
             "Write",
             json!({"file_path": "/p/.claude/loopgate.toml", "content": "x"})
@@ -1045,7 +1052,7 @@ mod tests {
         assert!(check(
             "Write",
             &json!({"file_path": "/p/.claude/loopgate.toml"}),
-            &env,
+            || env.clone(),
             &off
         )
         .is_none());
