@@ -1,3 +1,4 @@
+mod big_inputs;
 mod common;
 mod e2e;
 mod faults;
