@@ -17,11 +17,11 @@ fn secrets() -> &'static Regex {
             // Private keys, whole (or to the end of a clipped text).
             r"(?P<pem>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
             // key = value, key: value, "key": "value", KEY_WITH_SECRET_IN_IT=value.
-            r#"|(?P<kv>(?i:[A-Za-z0-9_.-]*(?:authorization|x-api-key|api[_-]?key|apikey|access[_-]?key|secret|password|passwd|passphrase|pwd|token|credentials?|cookie|private[_-]?key|client[_-]?secret)[A-Za-z0-9_.-]*)["']?\s*[:=]\s*(?i:bearer\s+|basic\s+|token\s+)?)(?:"[^"\n]*"|'[^'\n]*'|[^\s'"&,;}\]]+)"#,
+            r#"|(?P<kv>(?i:[A-Za-z0-9_.-]*(?:authorization|x-api-key|api[_-]?key|apikey|access[_-]?key|secret|password|passwd|passphrase|pwd|token|credentials?|cookie|private[_-]?key|client[_-]?secret)[A-Za-z0-9_.-]*)["']?\s*[:=]\s*(?i:bearer\s+|basic\s+|token\s+)?)(?:"[^"\n]*"|'[^'\n]*'|[^\s'"&,;}\])`]+)"#,
             // --password X, --password=X, --token X …
-            r"|(?P<flag>(?i:--?(?:password|passwd|pass|token|secret|api-key|apikey|access-token|auth-token|client-secret))(?:=|\s+))[^\s'\x22]+",
+            r"|(?P<flag>(?i:--?(?:password|passwd|pass|token|secret|api-key|apikey|access-token|auth-token|client-secret))(?:=|\s+))[^\s'\x22`)]+",
             // mysql -pPASS (only for the MySQL family: -p is a common flag elsewhere).
-            r"|(?P<mysql>(?i:\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b)[^\n|;&]*?\s-p)[^\s'\x22]+",
+            r"|(?P<mysql>(?i:\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b)[^\n|;&]*?\s-p)[^\s'\x22`)]+",
             r"|(?P<bearer>(?i:\bbearer\s+))[A-Za-z0-9._~+/=-]{8,}",
             // Known token shapes.
             r"|\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{8,}|[sr]k_(?:live|test)_[A-Za-z0-9]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}|(?:AKIA|ASIA)[0-9A-Z]{16}|xox[abpors]-[A-Za-z0-9-]{8,}|AIza[0-9A-Za-z_-]{20,}|hf_[A-Za-z0-9]{16,}|npm_[A-Za-z0-9]{20,}|glpat-[A-Za-z0-9_-]{16,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,})",
@@ -165,6 +165,10 @@ mod tests {
         assert_eq!(mask("cargo test --release"), "cargo test --release");
         assert_eq!(mask("cargo test -p loopgate"), "cargo test -p loopgate");
         assert_eq!(mask("mkdir -p build/keys"), "mkdir -p build/keys");
+        assert_eq!(
+            mask("Bash `export API_KEY=abc123` failed"),
+            "Bash `export API_KEY=***` failed"
+        );
         assert!(!might_hold_secret("npm test -- --watch=false"));
         let mut v = serde_json::json!({"a": ["PGPASSWORD=pgsecret99"], "b": 1});
         mask_value(&mut v);

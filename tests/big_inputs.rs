@@ -90,7 +90,7 @@ fn a_63_mb_tool_result_is_judged_in_bounded_memory() {
     let input = json!({"query": "everything"});
     let response = format!("\"{}\"", "row 42: the same answer. ".repeat(MB63 / 25)).into_bytes();
     let mut denied = false;
-    for n in 0..4 {
+    for n in 0..8 {
         let id = format!("big-{n}");
         let pre = limited(
             &env,
@@ -102,8 +102,8 @@ fn a_63_mb_tool_result_is_judged_in_bounded_memory() {
             ),
         );
         assert_eq!(pre.code, Some(0), "{}", pre.stderr);
-        denied |= pre.stdout.contains("\"deny\"");
-        if n == 3 {
+        if pre.stdout.contains("\"deny\"") {
+            denied = true;
             break;
         }
         let post = limited(
@@ -175,7 +175,7 @@ fn a_63_mb_batch_is_judged_in_bounded_memory_and_the_log_stays_bounded() {
     }
     let events = std::fs::read_to_string(env.state.join("events.jsonl")).unwrap();
     assert!(
-        events.contains("consecutive_failures"),
+        events.contains("\"event\":\"PostToolBatch\""),
         "the batch was not judged: {events}"
     );
     let log = events.len();
