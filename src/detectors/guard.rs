@@ -1011,13 +1011,10 @@ mod tests {
     use serde_json::json;
 
     pub fn test_env() -> Env {
-        let mut env = Env {
-            home: Some("/h".into()),
-            cwd: "/p".into(),
-            vars: HashMap::new(),
-            protected: Vec::new(),
-            exe: Some("/h/.local/bin/loopgate".into()),
-        };
+        let mut env = Env::default();
+        env.home = Some("/h".into());
+        env.cwd = "/p".into();
+        env.exe = Some("/h/.local/bin/loopgate".into());
         env.protect_defaults(
             Some(Path::new("/p")),
             Some(Path::new("/h/.local/state/loopgate")),

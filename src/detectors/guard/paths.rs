@@ -48,6 +48,8 @@ pub struct Env {
     pub protected: Vec<(PathBuf, Kind)>,
     /// The running binary, which `$(which loopgate)` and its like resolve to.
     pub exe: Option<PathBuf>,
+    /// `protected` with symlinks resolved, computed once per call on first use.
+    resolved: std::cell::OnceCell<Vec<(PathBuf, Kind)>>,
 }
 
 impl Env {
@@ -75,6 +77,7 @@ impl Env {
             vars,
             protected: Vec::new(),
             exe: exe.clone(),
+            resolved: Default::default(),
         };
         env.protect_defaults(project, state_dir);
         if let Some(user) = crate::config::user_config_file() {
@@ -230,14 +233,18 @@ impl Env {
                 return Some((k, f.clone()));
             }
         }
-        for (p, kind) in &self.protected {
-            for pf in [p.clone(), resolve(p)] {
-                for f in &forms {
-                    let inside = f.starts_with(&pf);
-                    let holds = op == Op::Remove && pf.starts_with(f);
-                    if inside || holds {
-                        return Some((*kind, pf.clone()));
-                    }
+        let resolved = self.resolved.get_or_init(|| {
+            self.protected
+                .iter()
+                .map(|(p, k)| (resolve(p), *k))
+                .collect()
+        });
+        for (pf, kind) in self.protected.iter().chain(resolved) {
+            for f in &forms {
+                let inside = f.starts_with(pf);
+                let holds = op == Op::Remove && pf.starts_with(f);
+                if inside || holds {
+                    return Some((*kind, pf.clone()));
                 }
             }
         }
