@@ -107,6 +107,18 @@ const DISABLING_BASH: &[&str] = &[
     "echo x > ~/.claude//settings.json",
     "echo '{}' >| ~/.claude/settings.local.json",
     "cd ~/.claude && rm settings.json",
+    "git -C ~/.claude checkout settings.json",
+    "echo '{}' | tee ~/.claude/settings.json >/dev/null",
+    "perl -e 'unlink \"$ENV{HOME}/.claude/settings.json\"'",
+    "for f in ~/.claude/settings*.json; do rm \"$f\"; done",
+    // more spellings found while testing the table
+    "printf x > \"$(echo .claude)/loopgate.toml\"",
+    "python3 - <<'EOF'\nopen('.claude/loopgate.toml', 'w').write('x')\nEOF",
+    "busybox sh -c \"loopgate reset --all\"",
+    "find ~ -name loopgate -type d -exec rm -rf {} +",
+    "cat /dev/null > ~/.local/state/loopgate/events.jsonl",
+    "rsync -a --delete empty/ ~/.local/state/loopgate/",
+    "install -D /dev/null ~/.config/loopgate/config.toml",
 ];
 
 fn disabling_tools() -> Vec<(&'static str, Value)> {
@@ -196,6 +208,10 @@ const HARMLESS_BASH: &[&str] = &[
     "git reset --hard HEAD",
     "git checkout -- . && git merge origin/main",
     "mkdir -p ~/.claude",
+    "git -C . log -- .claude/loopgate.toml",
+    "busybox ls ~/.claude",
+    "find ~/src -name '*.pyc' -delete",
+    "echo $(date) > notes.txt",
 ];
 
 fn harmless_tools() -> Vec<(&'static str, Value)> {

@@ -416,7 +416,7 @@ impl<'e> Bash<'e> {
     }
 
     fn touch(&self, word: &str, op: Op, how: &str, content: Option<&str>) -> Option<String> {
-        if let Some(n) = shell::substitution_of(word) {
+        if let Some(n) = shell::substitution_of(word).filter(|n| *word == shell::placeholder(*n)) {
             // `rm "$(which loopgate)"`: the substitution names the binary.
             return self
                 .subs
@@ -547,7 +547,10 @@ impl<'e> Bash<'e> {
             return self.script(&args.join(" "), depth + 1);
         }
         if SHELLS.contains(&prog.as_str()) {
-            let mut it = args.iter();
+            // `busybox sh -c …`: the applet name comes first.
+            let skip =
+                usize::from(prog == "busybox" && args.first().is_some_and(|a| !a.starts_with('-')));
+            let mut it = args.iter().skip(skip);
             while let Some(a) = it.next() {
                 if a.starts_with('-') && a.contains('c') && !a.starts_with("--") {
                     return it.next().and_then(|s| self.script(s, depth + 1));
@@ -824,7 +827,9 @@ impl<'e> Bash<'e> {
         };
         for r in roots {
             let root = self.path(r);
-            if let Some((kind, p)) = self.env.hit(&root, Op::Remove) {
+            // Every protected path under the root, not just the first: a name filter may match
+            // only one of them.
+            for (kind, p) in self.env.held_by(&root) {
                 // With a name filter, only when the filter can match the protected path.
                 let matches = names.is_empty()
                     || names.iter().any(|n| {
@@ -850,8 +855,32 @@ impl<'e> Bash<'e> {
         None
     }
 
-    fn git(&self, args: &[String], how: &str, text: &str) -> Option<String> {
-        let sub = args.iter().find(|a| !a.starts_with('-'))?;
+    fn git(&mut self, args: &[String], how: &str, text: &str) -> Option<String> {
+        // `git -C DIR …` runs in DIR; `-c key=value` is configuration.
+        let mut at = 0;
+        let mut dir: Option<&String> = None;
+        while let Some(a) = args.get(at) {
+            match a.as_str() {
+                "-C" => {
+                    dir = args.get(at + 1);
+                    at += 2;
+                }
+                "-c" | "--git-dir" | "--work-tree" | "--namespace" => at += 2,
+                s if s.starts_with('-') => at += 1,
+                _ => break,
+            }
+        }
+        if let Some(d) = dir {
+            let mut inner = Bash {
+                env: self.env,
+                vars: self.vars.clone(),
+                cwd: self.path(d),
+                subs: self.subs.clone(),
+            };
+            return inner.git(&args[at..], how, text);
+        }
+        let args = &args[at..];
+        let sub = args.first()?;
         if !matches!(
             sub.as_str(),
             "checkout"

@@ -251,6 +251,20 @@ impl Env {
         None
     }
 
+    /// Every protected path at or under `dir` (for `find`, whose name filters pick among them).
+    pub fn held_by(&self, dir: &Path) -> Vec<(Kind, PathBuf)> {
+        let forms = [dir.to_path_buf(), resolve(dir)];
+        self.protected
+            .iter()
+            .filter(|(p, _)| {
+                forms
+                    .iter()
+                    .any(|f| p.starts_with(f) || resolve(p).starts_with(f))
+            })
+            .map(|(p, k)| (*k, p.clone()))
+            .collect()
+    }
+
     /// For a word with glob characters: the protected paths (and, for removals, the directories
     /// holding them) it can match. Dot files match only a literal dot, as in the shell.
     pub fn glob_hits(&self, pattern: &Path, op: Op) -> Option<(Kind, PathBuf)> {
