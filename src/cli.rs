@@ -96,6 +96,13 @@ pub enum Command {
         /// Remove loopgate's entries instead
         #[arg(long)]
         uninstall: bool,
+        /// Install into Claude Code's managed settings (managed-settings.d/loopgate.json), where
+        /// user and project settings cannot disable the hooks; needs root
+        #[arg(long, conflicts_with = "settings")]
+        managed: bool,
+        /// Managed-settings directory [default: /etc/claude-code, or the macOS/Windows one]
+        #[arg(long, requires = "managed", value_name = "DIR")]
+        managed_dir: Option<PathBuf>,
     },
 }
 

@@ -155,7 +155,18 @@ fn manual(cli: &Cli) -> anyhow::Result<()> {
             settings,
             bin,
             uninstall,
-        } => cmd::setup::run(settings.as_deref(), bin.as_deref(), cli.observe, *uninstall),
+            managed,
+            managed_dir,
+        } => {
+            let managed = managed.then(|| managed_dir.clone().unwrap_or_else(setup::managed_dir));
+            cmd::setup::run_with(
+                settings.as_deref(),
+                bin.as_deref(),
+                cli.observe,
+                *uninstall,
+                managed.as_deref(),
+            )
+        }
         Command::Report {
             session,
             since,

@@ -228,7 +228,12 @@ impl Store {
             Some((slot, g)) => (1 - slot, g + 1),
             None => (0, 1),
         };
-        let bytes = codec::encode(state, generation)
+        // Secrets masked in every string as the state is saved (the same pass as the event log).
+        let mut value = serde_json::to_value(state).context("cannot serialise state")?;
+        crate::redact::mask_value(&mut value);
+        let masked: SessionState =
+            serde_json::from_value(value).context("cannot re-read the masked state")?;
+        let bytes = codec::encode(&masked, generation)
             .map_err(|e| anyhow!("cannot encode session state: {e}"))?;
         if bytes.len() as u64 > SLOT {
             bail!(

@@ -1,9 +1,12 @@
+mod big_inputs;
 mod common;
 mod e2e;
 mod faults;
 mod fuzz;
+mod guard_table;
 mod protocol;
 mod replay;
 mod robustness;
 mod scenario_runner;
+mod secrets;
 mod stop_gate;

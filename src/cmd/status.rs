@@ -18,7 +18,9 @@ pub fn run(store: &Store, session: Option<&str>, as_json: bool) -> Result<()> {
         bail!("no state for session {id:?} in {}", store.dir().display());
     }
     if as_json {
-        let all: Vec<Value> = sessions.iter().map(|(stem, s)| summary(stem, s)).collect();
+        let mut all = Value::Array(sessions.iter().map(|(stem, s)| summary(stem, s)).collect());
+        // States written by older versions were not masked: mask on the way out too.
+        crate::redact::mask_value(&mut all);
         println!("{}", serde_json::to_string_pretty(&all)?);
         return Ok(());
     }
@@ -89,14 +91,23 @@ pub fn summary(stem: &str, s: &SessionState) -> Value {
     })
 }
 
+/// `println!` with secrets masked.
+macro_rules! say {
+    ($($arg:tt)*) => { println!("{}", crate::redact::mask(&format!($($arg)*))) };
+}
+
 fn print_session(s: &SessionState) {
     let t = &s.totals;
-    println!("session {}  (updated {})", s.session, rfc3339(s.updated_ms));
-    println!(
+    say!("session {}  (updated {})", s.session, rfc3339(s.updated_ms));
+    say!(
         "  calls {}  failures {}  denials {}  warnings {}  stop blocks {}",
-        t.calls, t.failures, t.denials, t.warnings, t.blocks
+        t.calls,
+        t.failures,
+        t.denials,
+        t.warnings,
+        t.blocks
     );
-    println!(
+    say!(
         "  turn {}: {} edit attempts ({} failed), {} interventions, {} stop blocks",
         s.turn.number,
         s.turn.edit_attempts,
@@ -104,12 +115,13 @@ fn print_session(s: &SessionState) {
         s.turn.interventions,
         s.turn.stop_blocks
     );
-    println!(
+    say!(
         "  circuit breaker {:?}, {} turns in a row without progress",
-        s.breaker.state, s.breaker.no_progress_turns
+        s.breaker.state,
+        s.breaker.no_progress_turns
     );
     for t in &s.breaker.history {
-        println!(
+        say!(
             "    {} {} -> {}: {}",
             rfc3339(t.at_ms),
             t.from,
@@ -117,7 +129,7 @@ fn print_session(s: &SessionState) {
             t.reason
         );
     }
-    println!(
+    say!(
         "  work: {} files tracked, {} new states so far",
         s.world.files.len(),
         s.world.novel_states
@@ -129,13 +141,13 @@ fn print_session(s: &SessionState) {
                 format!(", longest repeat: {call} gave the same answer {n}× in a row")
             })
             .unwrap_or_default();
-        println!(
+        say!(
             "  agent {name}: {} calls in the ledger{repeat}",
             a.ledger.entries.len()
         );
     }
     for n in &s.recent {
-        println!(
+        say!(
             "  {} {} {} {} [{} · {}{}] {}",
             rfc3339(n.at_ms),
             n.event,
