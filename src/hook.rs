@@ -26,7 +26,7 @@ pub fn run(cli: &Cli, expected: Event) -> Exit {
         .lock()
         .take(MAX_INPUT)
         .read_to_end(&mut input);
-    if env_is("LOOPGATE_DISABLE", "1") {
+    if crate::config_sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
         return Exit::Ok;
     }
     let result = read
@@ -74,16 +74,12 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     let project_dir = std::env::var_os("CLAUDE_PROJECT_DIR")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
-    let loaded = config::load(&config::Sources {
-        flag_file: cli.config.as_deref(),
-        flag_observe: cli.observe,
-        env_file: std::env::var_os("LOOPGATE_CONFIG")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
-        env_mode: std::env::var("LOOPGATE_MODE").ok(),
-        project_dir: project_dir.as_deref(),
-        user_file: config::user_config_file(),
-    });
+    let loaded = config::load(&config::Sources::from_process(
+        cli.config.as_deref(),
+        cli.observe,
+        project_dir.as_deref(),
+    ));
+    let config_problems = loaded.problems.clone();
     let mut problems = loaded.problems;
     let cfg = loaded.config;
     let store = Store::open(&state_dir(cli)?)?;
@@ -114,13 +110,21 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         now_ms,
         enforced,
         preview: cfg.log.preview.then(|| preview(&payload)).flatten(),
+        config: Some(&cfg),
     };
     let lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
     let log_timeout = Duration::from_millis(cfg.lock_timeout_ms);
     if let Err(e) = events::append(store.dir(), &lines, &cfg.log, log_timeout) {
         problems.push(format!("{e:#}"));
     }
+    let notify = !config_problems.is_empty()
+        && crate::notice::first_time(
+            store.dir(),
+            &payload.session_id,
+            &config_problems.join("\n"),
+        );
     drop(lock);
+    crate::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
     if let Some(q) = quarantined {
         // Claude Code ignores stdout on exit 1, so this call proceeds unjudged; state is fresh.
         problems.push(format!(
@@ -133,11 +137,15 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
             exit: Exit::FailOpen,
         });
     }
-    let stdout = if enforced {
+    let mut stdout = if enforced {
         strongest(&verdicts).and_then(|v| render::answer(event, v))
     } else {
         None
     };
+    if notify {
+        let message = crate::notice::config_message(&config_problems);
+        stdout = Some(crate::notice::with_system_message(stdout, &message));
+    }
     Ok(Done {
         stdout,
         problems,
@@ -161,10 +169,6 @@ pub fn state_dir(cli: &Cli) -> Result<PathBuf> {
         })
         .or_else(Store::default_dir)
         .context("no state directory: set LOOPGATE_STATE_DIR or --state-dir")
-}
-
-fn env_is(name: &str, value: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| v == value)
 }
 
 /// Claude Code shows the hook's stderr to the user: keep it to one line per problem.

@@ -3,18 +3,23 @@
 //! `main` only calls [`main_entry`]; every hook call is a fresh process that reads one payload,
 //! updates the locked session state, and answers in the exact JSON Claude Code expects.
 
+pub mod bounded;
 pub mod canon;
 pub mod cli;
 pub mod clock;
 pub mod cmd;
 pub mod config;
+pub mod config_sources;
 pub mod detectors;
 pub mod engine;
 pub mod events;
 pub mod exit;
+pub mod gc;
 pub mod git;
 pub mod hook;
+pub mod notice;
 pub mod outcome;
+pub mod paths;
 pub mod payload;
 pub mod redact;
 pub mod render;
@@ -22,6 +27,7 @@ pub mod replay;
 pub mod setup;
 pub mod state;
 pub mod store;
+pub mod tighten;
 pub mod verdict;
 
 use clap::Parser;
@@ -100,12 +106,11 @@ fn manual(cli: &Cli) -> anyhow::Result<()> {
             json,
             blocks_only,
         } => {
-            let loaded = config::load(&config::Sources {
-                flag_file: cli.config.as_deref(),
-                env_file: std::env::var_os("LOOPGATE_CONFIG").map(Into::into),
-                user_file: config::user_config_file(),
-                ..Default::default()
-            });
+            let loaded = config::load(&config::Sources::from_process(
+                cli.config.as_deref(),
+                false,
+                None,
+            ));
             for p in &loaded.problems {
                 hook::say(p);
             }
