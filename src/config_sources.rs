@@ -88,6 +88,11 @@ const DETECTOR_TABLES: &[(&str, &str)] = &[
     ("tamper_guard", "guard"),
 ];
 
+/// The detector names the log uses.
+pub fn detector_names() -> impl Iterator<Item = &'static str> {
+    DETECTOR_TABLES.iter().map(|(d, _)| *d)
+}
+
 /// The config table (dotted path) that configures the detector logged as `detector`.
 pub fn detector_table(detector: &str) -> Option<String> {
     let schema = schema();
@@ -622,9 +627,7 @@ fn hint(schema: &Table, siblings: &Table, prefix: &str, key: &str) -> Option<Str
             .iter()
             .find(|(d, t)| *d == key && *t != join(prefix, key))
         {
-            return Some(format!(
-                "the {key} detector is configured in [{table}]; did you mean `{table}`?"
-            ));
+            return Some(format!("the {key} detector is configured in [{table}]"));
         }
     }
     if let Some(best) = nearest(key, siblings.keys().cloned()) {

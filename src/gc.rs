@@ -68,15 +68,21 @@ fn kind(name: &str) -> Kind {
     }
 }
 
-/// Removes what is older than the configured age (measured from `now`) from `state_dir`.
+/// The age after which the configuration has files removed.
+pub fn max_age(cfg: &Housekeeping) -> Duration {
+    Duration::from_secs(cfg.max_age_days.saturating_mul(86_400))
+}
+
+/// Removes what is older than `max_age` (measured from `now`) from `state_dir`, and
+/// quarantined files beyond the newest `max_quarantined`.
 pub fn sweep(
     state_dir: &Path,
-    cfg: &Housekeeping,
+    max_age: Duration,
+    max_quarantined: usize,
     now: SystemTime,
     dry_run: bool,
 ) -> Result<Swept> {
     let sessions = state_dir.join("sessions");
-    let max_age = Duration::from_secs(cfg.max_age_days.saturating_mul(86_400));
     let mut out = Swept::default();
     let rd = match fs::read_dir(&sessions) {
         Ok(rd) => rd,
@@ -173,7 +179,7 @@ pub fn sweep(
     quarantined.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     for (i, (modified, path, _)) in quarantined.iter().enumerate() {
         let old = now.duration_since(*modified).unwrap_or_default() > max_age;
-        if old || i >= cfg.max_quarantined {
+        if old || i >= max_quarantined {
             if let Ok(m) = fs::symlink_metadata(path) {
                 remove(path, &m, dry_run, &mut out)?;
                 out.quarantined += 1;
@@ -215,7 +221,7 @@ pub fn maybe_sweep(state_dir: &Path, cfg: &Housekeeping) {
     if crate::store::open_private(&stamp).is_err() {
         return;
     }
-    let _ = sweep(state_dir, cfg, now, false);
+    let _ = sweep(state_dir, max_age(cfg), cfg.max_quarantined, now, false);
 }
 
 /// Rotates `path` into `path.1`, `path.1` into `path.2` … keeping `generations` old files.
@@ -289,12 +295,13 @@ mod tests {
         let new_q = file(&s, "eeee.corrupt-1-2", 1);
         let old_q = file(&s, "ffff.corrupt-1-2", 8);
         let cfg = Housekeeping::default();
+        let age = max_age(&cfg);
 
-        let dry = sweep(d.path(), &cfg, SystemTime::now(), true).unwrap();
+        let dry = sweep(d.path(), age, 20, SystemTime::now(), true).unwrap();
         assert_eq!(dry.total(), 6);
         assert!(old_json.exists(), "a dry run removes nothing");
 
-        let swept = sweep(d.path(), &cfg, SystemTime::now(), false).unwrap();
+        let swept = sweep(d.path(), age, 20, SystemTime::now(), false).unwrap();
         assert_eq!(
             (
                 swept.sessions,
@@ -338,11 +345,8 @@ mod tests {
                 .set_modified(t)
                 .unwrap();
         }
-        let cfg = Housekeeping {
-            max_quarantined: 2,
-            ..Default::default()
-        };
-        let swept = sweep(d.path(), &cfg, SystemTime::now(), false).unwrap();
+        let age = max_age(&Housekeeping::default());
+        let swept = sweep(d.path(), age, 2, SystemTime::now(), false).unwrap();
         assert_eq!(swept.quarantined, 3);
         assert!(s.join("q4.corrupt-4-1").exists() && s.join("q3.corrupt-3-1").exists());
     }

@@ -2,6 +2,7 @@ mod common;
 mod e2e;
 mod faults;
 mod fuzz;
+mod operate;
 mod protocol;
 mod robustness;
 mod scenario_runner;
