@@ -235,8 +235,8 @@ pub enum Command {
         #[arg(long, conflicts_with = "restore")]
         uninstall: bool,
         /// Restore the settings file from its newest backup (or the backup given)
-        #[arg(long, value_name = "BACKUP", num_args = 0..=1, default_missing_value = "")]
-        restore: Option<PathBuf>,
+        #[arg(long, value_name = "BACKUP", num_args = 0..=1)]
+        restore: Option<Option<PathBuf>>,
         /// Machine-readable output
         #[arg(long)]
         json: bool,
@@ -384,9 +384,21 @@ mod tests {
         assert!(ok(&["loopgate", "--config", "/c", "reset", "--all"]).is_err());
         assert!(Cli::try_parse_from(["loopgate", "status", "--observe"]).is_err());
         let cli = Cli::try_parse_from(["loopgate", "setup", "--restore"]).unwrap();
-        assert!(
-            matches!(cli.command, Command::Setup { restore: Some(ref p), .. } if p.as_os_str().is_empty())
-        );
+        assert!(matches!(
+            cli.command,
+            Command::Setup {
+                restore: Some(None),
+                ..
+            }
+        ));
+        let cli = Cli::try_parse_from(["loopgate", "setup", "--restore", "/b"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Setup {
+                restore: Some(Some(_)),
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -142,7 +142,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             bin: bin.as_deref(),
             observe: cli.observe || *observe,
             uninstall: *uninstall,
-            restore: restore.as_deref(),
+            restore: restore.as_ref().map(|r| r.as_deref()),
             json: *json,
         })?,
         Command::Report {

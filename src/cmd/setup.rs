@@ -9,8 +9,8 @@ pub struct Options<'a> {
     pub bin: Option<&'a Path>,
     pub observe: bool,
     pub uninstall: bool,
-    /// `Some("")`: the newest backup; `Some(path)`: that backup.
-    pub restore: Option<&'a Path>,
+    /// `Some(None)`: restore the newest backup; `Some(Some(path))`: that backup.
+    pub restore: Option<Option<&'a Path>>,
     pub json: bool,
 }
 
@@ -21,7 +21,6 @@ pub fn run(o: &Options) -> Result<()> {
             .with_context(|| crate::paths::NO_HOME.to_string())?,
     };
     let summary = if let Some(backup) = o.restore {
-        let backup = (!backup.as_os_str().is_empty()).then_some(backup);
         crate::setup::restore(&settings, backup)?
     } else {
         let bin = match o.bin {
