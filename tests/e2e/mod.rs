@@ -26,6 +26,7 @@ mod fake_api;
 mod harness;
 mod http;
 mod loops;
+mod plugin_validate;
 mod run;
 mod smoke;
 mod stop_gate;
