@@ -4,6 +4,7 @@ mod faults;
 mod fuzz;
 mod operate;
 mod protocol;
+mod readme;
 mod robustness;
 mod scenario_runner;
 mod stop_gate;
