@@ -465,6 +465,9 @@ pub struct Sources<'a> {
     pub user_file: Option<PathBuf>,
     /// Other `LOOPGATE_*` variables naming settings (`LOOPGATE_DEDUP__MAX_IDENTICAL=5`).
     pub env: Vec<(String, String)>,
+    /// Fill in [`Loaded::origins`] and [`Loaded::effective`] even when nothing overrides the
+    /// defaults (a hook call does not need them and skips the work).
+    pub provenance: bool,
 }
 
 impl<'a> Sources<'a> {
@@ -496,6 +499,7 @@ impl<'a> Sources<'a> {
                 .filter(|(k, _)| k != "LOOPGATE_MODE" && k != "LOOPGATE_CONFIG")
                 .cloned()
                 .collect(),
+            provenance: false,
         }
     }
 }
@@ -504,7 +508,8 @@ impl<'a> Sources<'a> {
 pub struct Loaded {
     pub config: Config,
     pub problems: Vec<String>,
-    /// Per leaf (`dedup.max_identical`), where its value came from.
+    /// Per leaf (`dedup.max_identical`), where its value came from (empty when nothing
+    /// overrode the defaults and provenance was not asked for).
     pub origins: std::collections::BTreeMap<String, crate::config_sources::Origin>,
     /// The effective configuration as a TOML tree (what `loopgate config` prints).
     pub effective: toml::Value,

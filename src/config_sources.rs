@@ -192,8 +192,10 @@ fn join(prefix: &str, key: &str) -> String {
 struct Layer {
     table: Table,
     kind: Kind,
+    /// The file's text (files only), parsed again for line numbers only when they are needed.
+    text: String,
     /// Line of each key path in the file (files only).
-    lines: HashMap<String, usize>,
+    lines: std::cell::OnceCell<HashMap<String, usize>>,
     /// Variable or flag of each key path (environment and flags only).
     names: HashMap<String, String>,
 }
@@ -209,9 +211,16 @@ enum Kind {
 
 impl Layer {
     fn line(&self, path: &str) -> usize {
+        let lines = self.lines.get_or_init(|| {
+            let mut lines = HashMap::new();
+            if let Ok(spanned) = toml::de::DeTable::parse(&self.text) {
+                key_lines(spanned.get_ref(), "", &self.text, &mut lines);
+            }
+            lines
+        });
         let mut p = path;
         loop {
-            if let Some(l) = self.lines.get(p) {
+            if let Some(l) = lines.get(p) {
                 return *l;
             }
             match p.rsplit_once('.') {
@@ -258,13 +267,7 @@ impl Layer {
 }
 
 pub fn load(src: &Sources) -> Loaded {
-    let schema = schema();
     let mut problems = Vec::new();
-    let mut merged = schema.clone();
-    let mut origins: BTreeMap<String, Origin> = leaves(&schema)
-        .into_iter()
-        .map(|(p, _)| (p, Origin::Default))
-        .collect();
     let mut missing_explicit = None;
 
     let mut layers = Vec::new();
@@ -302,11 +305,51 @@ pub fn load(src: &Sources) -> Loaded {
             }
         }
     }
+    let env_settings = src.env_mode.is_some()
+        || src
+            .env
+            .iter()
+            .any(|(k, _)| !OTHER_VARS.contains(&k.as_str()) || k == "LOOPGATE_DISABLE");
+    // The common hook call: no file, no setting in the environment, no flag. Nothing to merge.
+    if layers.is_empty() && !env_settings && !src.flag_observe && !src.provenance {
+        return Loaded {
+            config: Config::default(),
+            problems,
+            origins: BTreeMap::new(),
+            effective: Value::Table(Table::new()),
+            missing_explicit,
+        };
+    }
+
+    // Only a user (or --config) file and flags: the file is right almost always, and then one
+    // deserialisation of it alone (serde fills in the defaults) is all a hook call needs.
+    let project = layers.iter().any(|l| matches!(l.kind, Kind::Project(_)));
+    if !env_settings && !src.provenance && !project {
+        let mut partial = Table::new();
+        for layer in &layers {
+            overlay(&mut partial, &layer.table);
+        }
+        if src.flag_observe {
+            partial.insert("mode".into(), Value::String("observe".into()));
+        }
+        if let Ok(config) = Config::deserialize(Value::Table(partial)) {
+            return Loaded {
+                config,
+                problems,
+                origins: BTreeMap::new(),
+                effective: Value::Table(Table::new()),
+                missing_explicit,
+            };
+        }
+    }
+
+    let schema = schema();
     layers.push(env_layer(src, &schema, &mut problems));
     let mut flags = Layer {
         table: Table::new(),
         kind: Kind::Flag,
-        lines: HashMap::new(),
+        text: String::new(),
+        lines: std::cell::OnceCell::new(),
         names: HashMap::new(),
     };
     if src.flag_observe {
@@ -316,9 +359,17 @@ pub fn load(src: &Sources) -> Loaded {
         flags.names.insert("mode".into(), "--observe".into());
     }
     layers.push(flags);
+    layers.retain(|l| !l.table.is_empty());
 
-    for mut layer in layers {
-        validate(&mut layer, &schema, &mut problems);
+    // Unknown keys everywhere; types up front only for the project file, whose settings are
+    // then compared with what is in effect. The others are type-checked only if the merged
+    // value does not deserialise (the rare case), to keep a hook call cheap.
+    for layer in layers.iter_mut() {
+        let project = matches!(layer.kind, Kind::Project(_));
+        validate(layer, &schema, project, &mut problems);
+    }
+    let mut merged = schema.clone();
+    for layer in layers.iter_mut() {
         if let Kind::Project(_) = &layer.kind {
             for (path, wanted) in leaves(&layer.table.clone()) {
                 if let Err(why) = crate::tighten::check(&path, get(&merged, &path), wanted) {
@@ -334,28 +385,58 @@ pub fn load(src: &Sources) -> Loaded {
                 }
             }
         }
-        for (path, v) in leaves(&layer.table) {
-            set(&mut merged, &path, v.clone());
-            origins.insert(path.clone(), layer.origin(&path));
-        }
+        overlay(&mut merged, &layer.table);
     }
-
     let config = match Config::deserialize(Value::Table(merged.clone())) {
         Ok(c) => c,
-        Err(e) => {
-            problems.push(format!(
-                "the merged configuration is invalid ({}); using defaults",
-                one_line(e.message())
-            ));
-            Config::default()
+        Err(_) => {
+            for layer in layers.iter_mut() {
+                if !matches!(layer.kind, Kind::Project(_)) {
+                    validate(layer, &schema, true, &mut problems);
+                }
+            }
+            merged = schema.clone();
+            for layer in &layers {
+                overlay(&mut merged, &layer.table);
+            }
+            match Config::deserialize(Value::Table(merged.clone())) {
+                Ok(c) => c,
+                Err(e) => {
+                    problems.push(format!(
+                        "the merged configuration is invalid ({}); using defaults",
+                        one_line(e.message())
+                    ));
+                    Config::default()
+                }
+            }
         }
     };
+    let mut origins = BTreeMap::new();
+    if src.provenance {
+        origins.extend(
+            leaves(&schema)
+                .into_iter()
+                .map(|(p, _)| (p, Origin::Default)),
+        );
+        for layer in &layers {
+            for (path, _) in leaves(&layer.table) {
+                let origin = layer.origin(&path);
+                origins.insert(path, origin);
+            }
+        }
+    }
     Loaded {
         config,
         problems,
         origins,
         effective: Value::Table(merged),
         missing_explicit,
+    }
+}
+
+fn overlay(merged: &mut Table, over: &Table) {
+    for (path, v) in leaves(over) {
+        set(merged, &path, v.clone());
     }
 }
 
@@ -388,14 +469,11 @@ fn file_layer(kind: Kind, inside: Option<&Path>, problems: &mut Vec<String>) -> 
             return None;
         }
     };
-    let mut lines = HashMap::new();
-    if let Ok(spanned) = toml::de::DeTable::parse(&text) {
-        key_lines(spanned.get_ref(), "", &text, &mut lines);
-    }
     Some(Layer {
         table,
         kind,
-        lines,
+        text,
+        lines: std::cell::OnceCell::new(),
         names: HashMap::new(),
     })
 }
@@ -442,7 +520,8 @@ fn env_layer(src: &Sources, schema: &Table, problems: &mut Vec<String>) -> Layer
     let mut layer = Layer {
         table: Table::new(),
         kind: Kind::Env,
-        lines: HashMap::new(),
+        text: String::new(),
+        lines: std::cell::OnceCell::new(),
         names: HashMap::new(),
     };
     let mut vars: Vec<(String, String)> = src.env.clone();
@@ -550,16 +629,16 @@ pub fn env_flag(name: &str) -> Result<bool, String> {
     }
 }
 
-/// Drops every setting of `layer` the schema does not know or will not take, with a problem
-/// each.
-fn validate(layer: &mut Layer, schema: &Table, problems: &mut Vec<String>) {
+/// Drops every setting of `layer` the schema does not know (and, with `types`, every one it will
+/// not take), with a problem each.
+fn validate(layer: &mut Layer, schema: &Table, types: bool, problems: &mut Vec<String>) {
     let mut bad: Vec<(String, String)> = Vec::new();
     unknown_keys(&layer.table, schema, schema, "", &mut bad);
     for (path, _) in &bad {
         remove(&mut layer.table, path);
     }
     // One trial for the whole layer; one per leaf only when it fails, to find the culprits.
-    if trial(schema, &layer.table).is_err() {
+    if types && trial(schema, &layer.table).is_err() {
         for (path, v) in leaves(&layer.table.clone()) {
             let mut one = Table::new();
             set(&mut one, &path, v.clone());
@@ -781,6 +860,7 @@ mod tests {
                 ("LOOPGATE_DISABLED".into(), "1".into()),
                 ("LOOPGATE_FUZZ_CASES".into(), "100".into()),
             ],
+            provenance: true,
             ..Default::default()
         });
         assert_eq!(l.config.dedup.max_identical, 6);
@@ -830,6 +910,7 @@ mod tests {
             user_file: Some(user.clone()),
             flag_observe: true,
             env: vec![("LOOPGATE_LOCK_TIMEOUT_MS".into(), "500".into())],
+            provenance: true,
             ..Default::default()
         });
         assert!(l.problems.is_empty(), "{:?}", l.problems);

@@ -167,8 +167,8 @@ pub fn state_dir(cli: &Cli) -> Result<PathBuf> {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         })
-        .or_else(Store::default_dir)
-        .context("no state directory: set LOOPGATE_STATE_DIR or --state-dir")
+        .or_else(crate::paths::state_dir)
+        .context(crate::paths::NO_HOME)
 }
 
 /// Claude Code shows the hook's stderr to the user: keep it to one line per problem.

@@ -48,7 +48,7 @@ pub fn load_config(
     observe: bool,
     project: Option<&Path>,
 ) -> crate::config::Loaded {
-    crate::config::load(&crate::config::Sources::from_process(
-        file, observe, project,
-    ))
+    let mut sources = crate::config::Sources::from_process(file, observe, project);
+    sources.provenance = true;
+    crate::config::load(&sources)
 }
