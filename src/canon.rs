@@ -4,21 +4,133 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::io::Write;
 
-/// A short, stable digest: 16 bytes of SHA-256 as hex is plenty to tell calls apart in one session
-/// and keeps state files small.
-pub type Digest16 = String;
+/// A short, stable digest: 16 bytes of SHA-256 is plenty to tell calls, answers and states apart in
+/// one session. Raw bytes in the state (compact and cheap to compare), hex wherever people read it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Digest16(pub [u8; 16]);
+
+impl Digest16 {
+    pub fn of(bytes: &[u8]) -> Digest16 {
+        Digest16::from_hash(&Sha256::digest(bytes))
+    }
+
+    fn from_hash(full: &[u8]) -> Digest16 {
+        let mut d = [0u8; 16];
+        d.copy_from_slice(&full[..16]);
+        Digest16(d)
+    }
+
+    /// A digest of several parts, each length-prefixed so ("ab","c") and ("a","bc") differ.
+    pub fn of_parts(parts: &[&[u8]]) -> Digest16 {
+        let mut h = Sha256::new();
+        for p in parts {
+            h.update((p.len() as u64).to_le_bytes());
+            h.update(p);
+        }
+        Digest16::from_hash(&h.finalize())
+    }
+
+    pub fn hex(&self) -> String {
+        hex16(&self.0)
+    }
+
+    /// The first 8 hex digits: enough for a person to match two events by eye.
+    pub fn short(&self) -> String {
+        hex16(&self.0)[..8].to_string()
+    }
+}
+
+impl std::fmt::Debug for Digest16 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.hex())
+    }
+}
+
+impl std::fmt::Display for Digest16 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.hex())
+    }
+}
+
+impl serde::Serialize for Digest16 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.serialize_str(&self.hex())
+        } else {
+            s.serialize_bytes(&self.0)
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Digest16 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Digest16;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("16 bytes or 32 hex digits")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Digest16, E> {
+                <[u8; 16]>::try_from(v)
+                    .map(Digest16)
+                    .map_err(|_| E::invalid_length(v.len(), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Digest16, E> {
+                let b = v.as_bytes();
+                if b.len() != 32 {
+                    return Err(E::invalid_length(b.len(), &self));
+                }
+                let mut d = [0u8; 16];
+                for (i, pair) in b.chunks(2).enumerate() {
+                    let s = std::str::from_utf8(pair).map_err(E::custom)?;
+                    d[i] = u8::from_str_radix(s, 16).map_err(E::custom)?;
+                }
+                Ok(Digest16(d))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Digest16, A::Error> {
+                let mut d = [0u8; 16];
+                for (i, slot) in d.iter_mut().enumerate() {
+                    *slot = a
+                        .next_element()?
+                        .ok_or_else(|| serde::de::Error::invalid_length(i, &self))?;
+                }
+                Ok(Digest16(d))
+            }
+        }
+        if d.is_human_readable() {
+            d.deserialize_str(V)
+        } else {
+            d.deserialize_bytes(V)
+        }
+    }
+}
 
 /// Hash of a tool call: the tool name plus its input as JSON with recursively sorted keys.
+///
+/// A shell command's `description` is the model's commentary, not the call: the same command
+/// with a reworded description is the same call.
 pub fn call_key(tool: &str, input: &Value) -> Digest16 {
     let mut h = HashWriter(Sha256::new());
     h.0.update(tool.as_bytes());
     h.0.update([0u8]);
-    write_canonical(input, &mut h);
-    hex16(&h.0.finalize())
+    match input {
+        Value::Object(m)
+            if matches!(tool, "Bash" | "PowerShell") && m.contains_key("description") =>
+        {
+            let mut m = m.clone();
+            m.remove("description");
+            write_canonical(&Value::Object(m), &mut h);
+        }
+        _ => write_canonical(input, &mut h),
+    }
+    Digest16::from_hash(&h.0.finalize())
 }
 
 /// Hash of arbitrary text (an already-normalised outcome).
-pub fn text_key(text: &str) -> Digest16 {
+pub fn text_key(text: &str) -> String {
     hex16(&Sha256::digest(text.as_bytes()))
 }
 
@@ -104,6 +216,37 @@ mod tests {
         assert_ne!(
             call_key("T", &json!({"a": [1, 2]})),
             call_key("T", &json!({"a": [2, 1]}))
+        );
+    }
+
+    #[test]
+    fn a_reworded_description_is_the_same_shell_call() {
+        assert_eq!(
+            call_key(
+                "Bash",
+                &json!({"command": "npm test", "description": "run tests"})
+            ),
+            call_key(
+                "Bash",
+                &json!({"command": "npm test", "description": "again"})
+            )
+        );
+        assert_ne!(
+            call_key("Other", &json!({"q": 1, "description": "a"})),
+            call_key("Other", &json!({"q": 1, "description": "b"}))
+        );
+    }
+
+    #[test]
+    fn digests_read_back_in_both_encodings() {
+        let d = Digest16::of(b"abc");
+        let json = serde_json::to_string(&d).unwrap();
+        assert_eq!(json, format!("\"{}\"", d.hex()));
+        assert_eq!(serde_json::from_str::<Digest16>(&json).unwrap(), d);
+        assert!(serde_json::from_str::<Digest16>("\"abcd\"").is_err());
+        assert_ne!(
+            Digest16::of_parts(&[b"ab", b"c"]),
+            Digest16::of_parts(&[b"a", b"bc"])
         );
     }
 

@@ -13,15 +13,6 @@ pub enum Mode {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum DedupMode {
-    /// Count identical calls only while they keep returning the same outcome (the default).
-    Outcome,
-    /// The design's plain count: the Nth identical call in the session is denied.
-    Strict,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
 pub enum When {
     /// Only when no person is attending (`CLAUDE_CODE_SESSION_ATTENDED=0`).
     Unattended,
@@ -34,7 +25,6 @@ pub struct Config {
     pub mode: Mode,
     /// How long a hook waits for the session lock before failing open.
     pub lock_timeout_ms: u64,
-    pub dedup: Dedup,
     pub failures: Failures,
     pub progress: Progress,
     pub log: Log,
@@ -121,35 +111,100 @@ impl Default for BreakerCfg {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Detectors {
-    pub identical_failure: IdenticalFailure,
-    pub gate: Gate,
-    pub matrix: Matrix,
-    pub poll: Poll,
-    pub rate: Rate,
-    pub patterns: Patterns,
+    pub repeat: Repeat,
+    pub stagnation: Stagnation,
+    pub cycle: Cycle,
     pub modification: Modification,
-    pub paralysis: Paralysis,
     pub circular: Circular,
 }
 
-/// Pattern repetition and state cycles (seed 001).
+/// The repeat rule: the same call, the same answer, no new state between. Budgets are repeats
+/// allowed after the first answer; the next identical call is refused.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Patterns {
+pub struct Repeat {
     pub enabled: bool,
-    pub min_period: usize,
-    pub max_period: usize,
-    /// Full cycles of the same calls with the same results before it counts.
-    pub min_cycles: usize,
+    /// Failing calls, by error class (seed 002).
+    pub transient: u32,
+    pub deterministic: u32,
+    pub unknown: u32,
+    /// Successful calls (seed 003's dedup: 3).
+    pub success: u32,
+    /// Read-only tools: re-reading after a compaction is ordinary (seed 004: 4).
+    pub read_only: u32,
+    /// A spaced poll (real waiting between checks) is stopped once its answer has not changed
+    /// for this many answers and this many minutes.
+    pub waiting_answers: u32,
+    pub waiting_minutes: u64,
+    /// Quiet between a call's answer and its next start that counts as real waiting.
+    pub waiting_gap_seconds: u64,
+    /// After this long without an answer, one more identical call is let through.
+    pub cooldown_minutes: u64,
 }
 
-impl Default for Patterns {
+impl Default for Repeat {
     fn default() -> Self {
-        Patterns {
+        Repeat {
             enabled: true,
-            min_period: 2,
-            max_period: 10,
-            min_cycles: 2,
+            transient: 3,
+            deterministic: 1,
+            unknown: 2,
+            success: 3,
+            read_only: 4,
+            waiting_answers: 20,
+            waiting_minutes: 30,
+            waiting_gap_seconds: 60,
+            cooldown_minutes: 10,
+        }
+    }
+}
+
+/// Different calls, the same substantial answer, no new state between (seed 000's "stuck").
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Stagnation {
+    pub enabled: bool,
+    pub warn_at: u32,
+    pub deny_at: u32,
+    pub cooldown_minutes: u64,
+    /// Bookkeeping tools whose identical answers say nothing about progress.
+    pub ignore_tools: Vec<String>,
+}
+
+impl Default for Stagnation {
+    fn default() -> Self {
+        Stagnation {
+            enabled: true,
+            warn_at: 5,
+            deny_at: 8,
+            cooldown_minutes: 10,
+            ignore_tools: [
+                "TodoWrite",
+                "TaskCreate",
+                "TaskUpdate",
+                "TaskList",
+                "TaskGet",
+                "ExitPlanMode",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
+}
+
+/// Cycles of calls with the same answers and no new state (seed 001): named once, never denied.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Cycle {
+    pub enabled: bool,
+    pub max_period: usize,
+}
+
+impl Default for Cycle {
+    fn default() -> Self {
+        Cycle {
+            enabled: true,
+            max_period: 8,
         }
     }
 }
@@ -177,24 +232,6 @@ impl Default for Modification {
     }
 }
 
-/// Conversation loops (analysis paralysis, seed 001): the same read or search again with
-/// nothing changed in between.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Paralysis {
-    pub enabled: bool,
-    pub max_repeats: u32,
-}
-
-impl Default for Paralysis {
-    fn default() -> Self {
-        Paralysis {
-            enabled: true,
-            max_repeats: 3,
-        }
-    }
-}
-
 /// Circular dependencies (seed 001): imports among project files forming a cycle.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -214,158 +251,6 @@ impl Default for Circular {
             rust: false,
         }
     }
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct IdenticalFailure {
-    pub enabled: bool,
-    /// Retries allowed after the first failure, per error class (seed 002).
-    pub transient_retries: u32,
-    pub deterministic_retries: u32,
-    pub unknown_retries: u32,
-    pub prune_after_minutes: u64,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Gate {
-    pub enabled: bool,
-    /// Same tool this many times in a row: an advisory hint (the call still runs).
-    pub consecutive_warn: u32,
-    /// Tools whose long runs are ordinary work, never hinted.
-    pub consecutive_exempt_tools: Vec<String>,
-    /// The same call this many times within a turn, whatever it returned: blocked for the turn.
-    pub identity_ceiling: u32,
-    /// The same non-trivial successful output from the same call this many times: blocked.
-    pub output_repeats: u32,
-    /// Read-only tools get more (re-reading an unchanged file, say after a compaction, is ordinary).
-    pub read_only_output_repeats: u32,
-    pub read_only_tools: Vec<String>,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Matrix {
-    pub enabled: bool,
-    pub stagnation_warn: u32,
-    pub stagnation_block: u32,
-    pub stuck_warn: u32,
-    pub stuck_block: u32,
-    /// Bookkeeping tools whose identical answers say nothing about progress.
-    pub ignore_tools: Vec<String>,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Poll {
-    pub enabled: bool,
-    /// A poll is stopped once its result has not changed for this long...
-    pub max_unchanged_minutes: u64,
-    /// ...and over at least this many unchanged results.
-    pub min_unchanged_results: u32,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Rate {
-    pub enabled: bool,
-    pub max_calls: u32,
-    pub window_seconds: u64,
-}
-
-/// Tools that only look: reading, searching, listing, fetching.
-const LOOKING_TOOLS: &[&str] = &["Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch"];
-const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
-
-fn names(groups: &[&[&str]]) -> Vec<String> {
-    groups
-        .iter()
-        .flat_map(|g| g.iter().map(|t| t.to_string()))
-        .collect()
-}
-
-fn read_only_tools() -> Vec<String> {
-    names(&[LOOKING_TOOLS, &["NotebookRead"]])
-}
-
-impl Default for IdenticalFailure {
-    fn default() -> Self {
-        IdenticalFailure {
-            enabled: true,
-            transient_retries: 3,
-            deterministic_retries: 1,
-            unknown_retries: 2,
-            prune_after_minutes: 120,
-        }
-    }
-}
-
-impl Default for Gate {
-    fn default() -> Self {
-        Gate {
-            enabled: true,
-            consecutive_warn: 5,
-            consecutive_exempt_tools: names(&[
-                LOOKING_TOOLS,
-                &["NotebookRead", "TodoWrite"],
-                EDIT_TOOLS,
-            ]),
-            identity_ceiling: 20,
-            output_repeats: 2,
-            read_only_output_repeats: 4,
-            read_only_tools: read_only_tools(),
-        }
-    }
-}
-
-impl Default for Matrix {
-    fn default() -> Self {
-        Matrix {
-            enabled: true,
-            stagnation_warn: 3,
-            stagnation_block: 5,
-            stuck_warn: 5,
-            stuck_block: 8,
-            ignore_tools: names(&[&[
-                "TodoWrite",
-                "TaskCreate",
-                "TaskUpdate",
-                "TaskList",
-                "TaskGet",
-                "ExitPlanMode",
-            ]]),
-        }
-    }
-}
-
-impl Default for Poll {
-    fn default() -> Self {
-        Poll {
-            enabled: true,
-            max_unchanged_minutes: 10,
-            min_unchanged_results: 3,
-        }
-    }
-}
-
-impl Default for Rate {
-    fn default() -> Self {
-        Rate {
-            enabled: true,
-            max_calls: 20,
-            window_seconds: 60,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Dedup {
-    pub enabled: bool,
-    pub mode: DedupMode,
-    pub max_identical: u32,
-    pub exempt_tools: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -399,7 +284,6 @@ impl Default for Config {
         Config {
             mode: Mode::Enforce,
             lock_timeout_ms: 2000,
-            dedup: Dedup::default(),
             failures: Failures::default(),
             progress: Progress::default(),
             log: Log::default(),
@@ -408,17 +292,6 @@ impl Default for Config {
             breaker: BreakerCfg::default(),
             guard: Guard::default(),
             housekeeping: Housekeeping::default(),
-        }
-    }
-}
-
-impl Default for Dedup {
-    fn default() -> Self {
-        Dedup {
-            enabled: true,
-            mode: DedupMode::Outcome,
-            max_identical: 3,
-            exempt_tools: names(&[LOOKING_TOOLS, &["TodoWrite"]]),
         }
     }
 }
@@ -547,13 +420,13 @@ mod tests {
         let user = write(
             d.path(),
             "user.toml",
-            "mode = \"observe\"\n[dedup]\nmax_identical = 7\nmode = \"strict\"\n",
+            "mode = \"observe\"\n[detectors.repeat]\nsuccess = 7\ndeterministic = 2\n",
         );
         let proj = d.path().join("proj");
         write(
             &proj,
             ".claude/loopgate.toml",
-            "[dedup]\nmax_identical = 4\n",
+            "[detectors.repeat]\nsuccess = 4\n",
         );
         let src = Sources {
             project_dir: Some(&proj),
@@ -561,10 +434,9 @@ mod tests {
             ..Default::default()
         };
         let c = load(&src).config;
-        assert_eq!(c.dedup.max_identical, 4, "project over user");
+        assert_eq!(c.detectors.repeat.success, 4, "project over user");
         assert_eq!(
-            c.dedup.mode,
-            DedupMode::Strict,
+            c.detectors.repeat.deterministic, 2,
             "user key kept when project is silent"
         );
         assert_eq!(c.mode, Mode::Observe);
@@ -581,39 +453,13 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(load(&src).config.mode, Mode::Observe, "flag over env");
-        assert_eq!(load(&Sources::default()).config.dedup.max_identical, 3);
-    }
-
-    #[test]
-    fn default_tool_lists_are_the_designs() {
-        let c = Config::default();
-        assert_eq!(
-            c.dedup.exempt_tools,
-            [
-                "Read",
-                "Glob",
-                "Grep",
-                "LS",
-                "WebFetch",
-                "WebSearch",
-                "TodoWrite"
-            ]
-        );
-        let gate = &c.detectors.gate;
-        assert!(gate
-            .read_only_tools
-            .iter()
-            .all(|t| gate.consecutive_exempt_tools.contains(t)));
-        for t in ["Edit", "Write", "TodoWrite"] {
-            assert!(gate.consecutive_exempt_tools.iter().any(|x| x == t), "{t}");
-        }
-        assert!(!gate.consecutive_exempt_tools.iter().any(|x| x == "Bash"));
+        assert_eq!(load(&Sources::default()).config.detectors.repeat.success, 3);
     }
 
     #[test]
     fn the_project_file_cannot_turn_the_guard_off() {
         let d = tempfile::tempdir().unwrap();
-        let user = write(d.path(), "user.toml", "[dedup]\nmax_identical = 5\n");
+        let user = write(d.path(), "user.toml", "[detectors.repeat]\nsuccess = 5\n");
         let proj = d.path().join("proj");
         write(&proj, ".claude/loopgate.toml", "[guard]\nenabled = false\n");
         let src = Sources {
@@ -636,7 +482,7 @@ mod tests {
         });
         assert_eq!(loaded.problems.len(), 1);
         assert!(!loaded.problems[0].contains('\n'));
-        assert_eq!(loaded.config.dedup.max_identical, 3);
+        assert_eq!(loaded.config.detectors.repeat.success, 3);
         let wrong_type = write(d.path(), "t.toml", "[failures]\nwarn_after = \"five\"\n");
         let loaded = load(&Sources {
             flag_file: Some(&wrong_type),

@@ -66,45 +66,25 @@ impl fmt::Display for Origin {
     }
 }
 
-/// Which detector is configured in which table. The names logged (`stagnation`) and the table
-/// names (`[detectors.matrix]`) still differ for some detectors; [`detector_table`] looks for a
-/// table named like the detector first, so once they agree this list is simply not consulted.
-const DETECTOR_TABLES: &[(&str, &str)] = &[
-    ("dedup", "dedup"),
-    ("consecutive_failures", "failures"),
-    ("progress_gate", "progress"),
-    ("identical_failure", "detectors.identical_failure"),
-    ("turn_gate", "detectors.gate"),
-    ("stagnation", "detectors.matrix"),
-    ("poll_budget", "detectors.poll"),
-    ("call_rate", "detectors.rate"),
-    ("modification_loop", "detectors.modification"),
-    ("analysis_paralysis", "detectors.paralysis"),
-    ("pattern_repetition", "detectors.patterns"),
-    ("state_cycle", "detectors.patterns"),
-    ("escalation", "ladder"),
-    ("circuit_breaker", "breaker"),
-    ("circular_dependency", "detectors.circular"),
-    ("tamper_guard", "guard"),
-];
-
-/// The detector names the log uses.
-pub fn detector_names() -> impl Iterator<Item = &'static str> {
-    DETECTOR_TABLES.iter().map(|(d, _)| *d)
+/// The detector names the log uses: the last part of every table with an `enabled` switch
+/// (`[detectors.repeat]` is `repeat`, `[breaker]` is `breaker`).
+pub fn detector_names() -> impl Iterator<Item = String> {
+    leaves(&schema())
+        .into_iter()
+        .filter_map(|(p, _)| {
+            let table = p.strip_suffix(".enabled")?;
+            Some(table.rsplit('.').next().unwrap_or(table).to_string())
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
 }
 
 /// The config table (dotted path) that configures the detector logged as `detector`.
 pub fn detector_table(detector: &str) -> Option<String> {
     let schema = schema();
-    for candidate in [format!("detectors.{detector}"), detector.to_string()] {
-        if get(&schema, &candidate).is_some_and(Value::is_table) {
-            return Some(candidate);
-        }
-    }
-    DETECTOR_TABLES
-        .iter()
-        .find(|(d, _)| *d == detector)
-        .map(|(_, t)| t.to_string())
+    [format!("detectors.{detector}"), detector.to_string()]
+        .into_iter()
+        .find(|candidate| get(&schema, candidate).is_some_and(Value::is_table))
 }
 
 /// The settings of the table that configures `detector`, as JSON (for the event log).
@@ -698,17 +678,9 @@ fn unknown_keys(
     }
 }
 
-/// The nearest valid key for an unknown one: a detector's table, a sibling spelled alike, or
-/// the same name elsewhere.
+/// The nearest valid key for an unknown one: a sibling spelled alike, or the same name
+/// elsewhere.
 fn hint(schema: &Table, siblings: &Table, prefix: &str, key: &str) -> Option<String> {
-    if prefix.is_empty() || prefix == "detectors" {
-        if let Some((_, table)) = DETECTOR_TABLES
-            .iter()
-            .find(|(d, t)| *d == key && *t != join(prefix, key))
-        {
-            return Some(format!("the {key} detector is configured in [{table}]"));
-        }
-    }
     if let Some(best) = nearest(key, siblings.keys().cloned()) {
         return Some(format!("did you mean `{}`?", join(prefix, &best)));
     }
@@ -741,7 +713,7 @@ fn nearest(word: &str, candidates: impl Iterator<Item = String>) -> Option<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{DedupMode, Mode};
+    use crate::config::{Mode, When};
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let p = dir.join(name);
@@ -765,12 +737,12 @@ mod tests {
 
     #[test]
     fn a_typo_is_named_with_file_line_and_the_nearest_key() {
-        let (d, l) = with_files("mode = \"observe\"\n[dedup]\nmax_identicle = 5\n", "");
+        let (d, l) = with_files("mode = \"observe\"\n[detectors.repeat]\nsucces = 5\n", "");
         let user = d.path().join("user.toml");
         assert_eq!(
             l.problems,
             [format!(
-                "{}:3: unknown key `dedup.max_identicle` (did you mean `dedup.max_identical`?); ignored",
+                "{}:3: unknown key `detectors.repeat.succes` (did you mean `detectors.repeat.success`?); ignored",
                 user.display()
             )]
         );
@@ -780,15 +752,15 @@ mod tests {
     #[test]
     fn unknown_tables_and_detector_names_get_a_hint() {
         let (_d, l) = with_files(
-            "[dedupe]\nmax_identical = 2\n[detectors.stagnation]\nenabled = false\n[detectors.foobar]\nx = 1\n",
+            "[detectors.repat]\nsuccess = 2\n[detectors.failures]\nenabled = false\n[detectors.foobar]\nx = 1\n",
             "",
         );
         assert_eq!(l.problems.len(), 3, "{:?}", l.problems);
-        assert!(l.problems[0].contains(":1: unknown table `dedupe` (did you mean `dedup`?)"));
+        assert!(l.problems[0]
+            .contains(":1: unknown table `detectors.repat` (did you mean `detectors.repeat`?)"));
         assert!(
-            l.problems[1].contains(
-                ":3: unknown table `detectors.stagnation` (the stagnation detector is configured in [detectors.matrix]"
-            ),
+            l.problems[1]
+                .contains(":3: unknown table `detectors.failures` (did you mean `failures`?)"),
             "{}",
             l.problems[1]
         );
@@ -798,8 +770,8 @@ mod tests {
     #[test]
     fn a_wrong_type_in_the_project_file_costs_only_that_setting() {
         let (d, l) = with_files(
-            "mode = \"observe\"\n[dedup]\nmode = \"strict\"\n",
-            "[failures]\nwarn_after = \"five\"\n[dedup]\nmax_identical = 2\n",
+            "mode = \"observe\"\n[progress]\nwhen = \"always\"\n",
+            "[failures]\nwarn_after = \"five\"\n[detectors.repeat]\nsuccess = 2\n",
         );
         let proj = d.path().join("proj/.claude/loopgate.toml");
         assert_eq!(l.problems.len(), 1, "{:?}", l.problems);
@@ -812,9 +784,9 @@ mod tests {
             l.problems[0]
         );
         assert_eq!(l.config.mode, Mode::Observe, "user file honoured");
-        assert_eq!(l.config.dedup.mode, DedupMode::Strict);
+        assert_eq!(l.config.progress.when, When::Always);
         assert_eq!(
-            l.config.dedup.max_identical, 2,
+            l.config.detectors.repeat.success, 2,
             "rest of project file honoured"
         );
         assert_eq!(l.config.failures.warn_after, 5);
@@ -822,22 +794,25 @@ mod tests {
 
     #[test]
     fn a_file_that_is_not_toml_costs_only_itself() {
-        let (_d, l) = with_files("mode = [broken\n", "[dedup]\nmax_identical = 2\n");
+        let (_d, l) = with_files("mode = [broken\n", "[detectors.repeat]\nsuccess = 2\n");
         assert_eq!(l.problems.len(), 1);
         assert!(l.problems[0].contains("user.toml:1: not valid TOML"));
-        assert_eq!(l.config.dedup.max_identical, 2);
+        assert_eq!(l.config.detectors.repeat.success, 2);
     }
 
     #[test]
     fn project_files_only_tighten() {
         let (_d, l) = with_files(
-            "[dedup]\nmax_identical = 5\n",
-            "mode = \"observe\"\nlock_timeout_ms = 60000\n[dedup]\nmax_identical = 4\nenabled = false\n[guard]\nenabled = false\n[failures]\nwarn_after = 3\n",
+            "[detectors.repeat]\nsuccess = 5\n",
+            "mode = \"observe\"\nlock_timeout_ms = 60000\n[detectors.repeat]\nsuccess = 4\nenabled = false\n[guard]\nenabled = false\n[failures]\nwarn_after = 3\n",
         );
         assert_eq!(l.config.mode, Mode::Enforce);
         assert_eq!(l.config.lock_timeout_ms, 2000);
-        assert!(l.config.dedup.enabled && l.config.guard.enabled);
-        assert_eq!(l.config.dedup.max_identical, 4, "lower than the user's 5");
+        assert!(l.config.detectors.repeat.enabled && l.config.guard.enabled);
+        assert_eq!(
+            l.config.detectors.repeat.success, 4,
+            "lower than the user's 5"
+        );
         assert_eq!(l.config.failures.warn_after, 3);
         assert_eq!(l.problems.len(), 4, "{:#?}", l.problems);
         assert!(l.problems.iter().all(|p| p.contains("may only tighten")));
@@ -853,9 +828,9 @@ mod tests {
         let l = load(&Sources {
             env_mode: Some("obsrve".into()),
             env: vec![
-                ("LOOPGATE_DEDUP__MAX_IDENTICAL".into(), "6".into()),
-                ("LOOPGATE_DEDUP__ENABLED".into(), "off".into()),
-                ("LOOPGATE_DEDUP__MAX_IDENTICLE".into(), "6".into()),
+                ("LOOPGATE_DETECTORS__REPEAT__SUCCESS".into(), "6".into()),
+                ("LOOPGATE_DETECTORS__REPEAT__ENABLED".into(), "off".into()),
+                ("LOOPGATE_DETECTORS__REPEAT__SUCCES".into(), "6".into()),
                 ("LOOPGATE_FAILURES__WARN_AFTER".into(), "five".into()),
                 ("LOOPGATE_DISABLED".into(), "1".into()),
                 ("LOOPGATE_FUZZ_CASES".into(), "100".into()),
@@ -863,17 +838,17 @@ mod tests {
             provenance: true,
             ..Default::default()
         });
-        assert_eq!(l.config.dedup.max_identical, 6);
-        assert!(!l.config.dedup.enabled);
+        assert_eq!(l.config.detectors.repeat.success, 6);
+        assert!(!l.config.detectors.repeat.enabled);
         assert_eq!(
-            l.origins["dedup.max_identical"],
+            l.origins["detectors.repeat.success"],
             Origin::Env {
-                var: "LOOPGATE_DEDUP__MAX_IDENTICAL".into()
+                var: "LOOPGATE_DETECTORS__REPEAT__SUCCESS".into()
             }
         );
         let all = l.problems.join("\n");
         assert_eq!(l.problems.len(), 4, "{all}");
-        assert!(all.contains("LOOPGATE_DEDUP__MAX_IDENTICLE names no setting (did you mean LOOPGATE_DEDUP__MAX_IDENTICAL?)"));
+        assert!(all.contains("LOOPGATE_DETECTORS__REPEAT__SUCCES names no setting (did you mean LOOPGATE_DETECTORS__REPEAT__SUCCESS?)"));
         assert!(all.contains("LOOPGATE_FAILURES__WARN_AFTER=\"five\" is not a whole number"));
         assert!(all.contains(
             "LOOPGATE_DISABLED is not a loopgate variable (did you mean LOOPGATE_DISABLE?)"
@@ -898,7 +873,7 @@ mod tests {
     #[test]
     fn origins_name_every_source() {
         let d = tempfile::tempdir().unwrap();
-        let user = write(d.path(), "user.toml", "\n[dedup]\nmax_identical = 5\n");
+        let user = write(d.path(), "user.toml", "\n[detectors.repeat]\nsuccess = 5\n");
         let proj = d.path().join("proj");
         write(
             &proj,
@@ -915,7 +890,7 @@ mod tests {
         });
         assert!(l.problems.is_empty(), "{:?}", l.problems);
         assert_eq!(
-            l.origins["dedup.max_identical"].to_string(),
+            l.origins["detectors.repeat.success"].to_string(),
             format!("user file {}:3", user.display())
         );
         assert!(l.origins["failures.warn_after"]
@@ -926,7 +901,7 @@ mod tests {
             "env LOOPGATE_LOCK_TIMEOUT_MS"
         );
         assert_eq!(l.origins["mode"].to_string(), "flag --observe");
-        assert_eq!(l.origins["dedup.mode"], Origin::Default);
+        assert_eq!(l.origins["progress.when"], Origin::Default);
         assert_eq!(l.config.lock_timeout_ms, 500);
     }
 
@@ -948,15 +923,14 @@ mod tests {
     fn detector_tables_resolve() {
         assert_eq!(
             detector_table("stagnation").as_deref(),
-            Some("detectors.matrix")
+            Some("detectors.stagnation")
         );
-        assert_eq!(detector_table("dedup").as_deref(), Some("dedup"));
-        assert_eq!(
-            detector_table("identical_failure").as_deref(),
-            Some("detectors.identical_failure")
-        );
-        for (d, t) in DETECTOR_TABLES {
-            assert!(get(&schema(), t).is_some_and(Value::is_table), "{d} -> {t}");
+        assert_eq!(detector_table("failures").as_deref(), Some("failures"));
+        assert_eq!(detector_table("nonesuch"), None);
+        let names: Vec<String> = detector_names().collect();
+        for d in ["repeat", "cycle", "breaker", "guard", "ladder", "progress"] {
+            assert!(names.iter().any(|n| n == d), "{d} in {names:?}");
+            assert!(detector_table(d).is_some(), "{d}");
         }
     }
 }

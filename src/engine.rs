@@ -1,21 +1,19 @@
-//! The decision pipeline for one hook call: update the session state with what happened, ask the
-//! detectors, and return their verdicts. No I/O but the worktree fingerprint, so replay and tests
-//! drive it in-process.
+//! The decision pipeline for one hook call: fold what happened into the observation ledger and the
+//! world state, run every registered detector on them, and return the verdicts. No I/O but reading
+//! the files a call changed and the worktree check at Stop, so replay and tests drive it in-process.
 
-use crate::canon::call_key;
+use crate::canon::{call_key, Digest16};
 use crate::config::{Config, Mode};
-use crate::detectors::{
-    breaker, changed_files, circular, dedup, describe, failures, gate, guard, identical_failure,
-    is_edit_tool, matrix, modification, paralysis, patterns, poll, progress, rate,
-};
+use crate::detectors::{self, breaker, circular, guard, modification, progress, Call, View};
 use crate::git::Worktree;
-use crate::outcome;
+use crate::ledger::{Entry, Pending, Status, ToolClass, ABSENT};
+use crate::outcome::{self, Interruption};
 use crate::payload::{BatchCall, Event, Payload};
 use crate::redact;
-use crate::state::{Call, CallStatus, DecisionNote, SessionState, Turn, MAIN_AGENT};
+use crate::state::{DecisionNote, SessionState, Turn, TurnSig, MAIN_AGENT, MAX_TURNS};
 use crate::verdict::{strongest, Action, Severity, Verdict};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub struct Ctx<'a> {
     pub config: &'a Config,
@@ -39,22 +37,23 @@ impl Ctx<'_> {
     }
 }
 
-/// Updates `state` for this hook call and returns every verdict, strongest last-decided by
-/// [`strongest`].
+/// Updates `state` for this hook call and returns every verdict; [`strongest`] picks the answer.
 pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) -> Vec<Verdict> {
     state.updated_ms = state.updated_ms.max(ctx.now_ms);
+    let mut subject = None;
     let mut verdicts = match event {
-        Event::UserPromptSubmit => {
-            start_turn(state, p.prompt_id.clone(), ctx, true);
-            Vec::new()
-        }
+        Event::UserPromptSubmit => user_prompt(state, p, ctx),
         Event::PreToolUse => {
             follow_turn(state, p, ctx, true);
-            pre_tool_use(state, p, ctx)
+            let (key, v) = pre_tool_use(state, p, ctx);
+            subject = Some(key);
+            v
         }
         Event::PostToolUse | Event::PostToolUseFailure => {
             follow_turn(state, p, ctx, false);
-            post_tool_use(state, p, event == Event::PostToolUse, ctx)
+            let (key, v) = post_tool_use(state, p, event == Event::PostToolUse, ctx);
+            subject = Some(key);
+            v
         }
         Event::PostToolBatch => {
             follow_turn(state, p, ctx, false);
@@ -77,7 +76,7 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
         ladder(state, p, event, &mut verdicts, ctx);
     }
     if let Some(v) = strongest(&verdicts) {
-        account(state, p, event, v, ctx);
+        account(state, p, event, v, subject, ctx);
     }
     if event == Event::PostToolBatch && p.agent() == MAIN_AGENT {
         state.turn.batches += 1;
@@ -88,7 +87,8 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
 /// Stage 3 of the ladder: when a turn's interventions have not broken the loop, the next one goes
 /// to the human. Attended, a PreToolUse `ask` puts it in front of them; unattended, the looping
 /// call is denied and the turn's PostToolBatch ends the run (`decision: block` stops it at once,
-/// where `continue: false` would still let the tool run).
+/// where `continue: false` would still let the tool run). Stage 3 acts beyond the call in front of
+/// it, so it needs evidence from two different repeated calls across model turns, never one batch.
 fn ladder(
     state: &mut SessionState,
     p: &Payload,
@@ -109,26 +109,30 @@ fn ladder(
         };
         if let Some(action) = delivered {
             state.turn.escalation = None;
-            verdicts
-                .push(Verdict::new(ESCALATION, action, Severity::Critical, reason).loop_warning());
+            verdicts.push(Verdict::new(LADDER, action, Severity::Critical, reason).loop_warning());
             return;
         }
     }
     let Some(v) = strongest(verdicts) else {
         return;
     };
-    if !is_intervention(event, v) || state.turn.interventions < cfg.escalate_after.max(1) {
+    if !is_intervention(event, v)
+        || state.turn.interventions < cfg.escalate_after.max(1)
+        || state.turn.intervened_keys.len() < 2
+    {
         return;
     }
     let reason = format!(
-        "loopgate: {} interventions in this turn have not broken the loop, so it goes to the user now. Latest: {}",
+        "loopgate: {} interventions in this turn, on {} different calls, have not broken the loop, so it goes to the user now. Latest: {}",
         state.turn.interventions,
+        state.turn.intervened_keys.len(),
         v.reason
             .trim_start_matches("LOOP_DETECTED (loopgate): ")
             .trim_start_matches("loopgate: ")
     );
     // Re-arm: the next escalation needs as many failed interventions again.
     state.turn.interventions = 0;
+    state.turn.intervened_keys.clear();
     state.turn.escalations += 1;
     state.totals.escalations += 1;
     let action = match (event, unattended) {
@@ -144,7 +148,7 @@ fn ladder(
         }
     };
     verdicts.push(
-        Verdict::new(ESCALATION, action, Severity::Critical, reason)
+        Verdict::new(LADDER, action, Severity::Critical, reason)
             .loop_warning()
             .with("stage", 3)
             .with("attended", !unattended)
@@ -152,7 +156,38 @@ fn ladder(
     );
 }
 
-pub const ESCALATION: &str = "escalation";
+pub const LADDER: &str = "ladder";
+
+/// A new prompt: the turn before it is judged first, then the prompt is refused while the circuit
+/// is OPEN (an outer loop's next iteration then costs nothing), otherwise a new turn starts.
+fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
+    let baseline = baseline(ctx, true);
+    if p.agent() == MAIN_AGENT {
+        end_turn(state, baseline.as_deref(), ctx);
+        let session = state.session.clone();
+        if let Some(mut v) = breaker::check(
+            &mut state.breaker,
+            &session,
+            ctx.now_ms,
+            &ctx.config.breaker,
+        ) {
+            v.reason = v.reason.replacen(
+                "so tool calls are paused. Tell the user what you tried and what blocks you.",
+                "so this prompt was not sent to the model (it would have cost a turn and changed nothing).",
+                1,
+            );
+            return vec![v];
+        }
+    }
+    begin_turn(state, p.prompt_id.clone(), prompt_digest(p), baseline, ctx);
+    Vec::new()
+}
+
+fn prompt_digest(p: &Payload) -> Option<Digest16> {
+    p.prompt
+        .as_deref()
+        .map(|t| Digest16::of(t.trim().as_bytes()))
+}
 
 /// Starts a new turn when the main agent's prompt changes (UserPromptSubmit, or a new `prompt_id`
 /// when that hook was not installed). Subagents share the prompt and never start turns.
@@ -161,53 +196,118 @@ fn follow_turn(state: &mut SessionState, p: &Payload, ctx: &Ctx, may_take_baseli
         return;
     }
     if p.prompt_id.is_some() && p.prompt_id != state.turn.prompt_id {
-        start_turn(state, p.prompt_id.clone(), ctx, may_take_baseline);
+        start_turn(state, p.prompt_id.clone(), None, ctx, may_take_baseline);
     }
 }
 
-fn start_turn(state: &mut SessionState, prompt_id: Option<String>, ctx: &Ctx, take_baseline: bool) {
-    // The worktree scan is the costliest thing loopgate does: take the baseline only where the
-    // Stop gate can act on it.
-    let baseline = if take_baseline && progress::may_act(ctx.attended, &ctx.config.progress) {
+fn start_turn(
+    state: &mut SessionState,
+    prompt_id: Option<String>,
+    prompt: Option<Digest16>,
+    ctx: &Ctx,
+    take_baseline: bool,
+) {
+    let baseline = baseline(ctx, take_baseline);
+    end_turn(state, baseline.as_deref(), ctx);
+    begin_turn(state, prompt_id, prompt, baseline, ctx);
+}
+
+/// The worktree scan is the costliest thing loopgate does: take the baseline only where the Stop
+/// gate can act on it.
+fn baseline(ctx: &Ctx, take: bool) -> Option<String> {
+    if take && progress::may_act(ctx.attended, &ctx.config.progress) {
         ctx.fingerprint()
     } else {
         None
-    };
-    end_turn(state, baseline.as_deref(), ctx);
+    }
+}
+
+fn begin_turn(
+    state: &mut SessionState,
+    prompt_id: Option<String>,
+    prompt: Option<Digest16>,
+    baseline: Option<String>,
+    ctx: &Ctx,
+) {
+    // The user said something new: every earlier streak ends here.
+    state.world.new_prompt();
     state.turn = Turn {
         prompt_id,
         number: state.turn.number + 1,
         started_ms: ctx.now_ms,
         baseline,
+        start_world: state.world.id,
+        start_novel: state.world.novel_states,
+        prompt,
         ..Turn::default()
     };
-    // The user said something new: every earlier streak ends here.
-    for agent in state.agents.values_mut() {
-        agent.epoch += 1;
-        agent.blocked = None;
-        agent.same_tool_run = 0;
-        matrix::reset_streaks(agent);
-        failures::on_success(agent);
-    }
 }
 
-/// Judges the turn that just ended for the circuit breaker: progress when the Stop gate saw it or
-/// the worktree moved since its baseline; no progress when the Stop gate said so, or when the turn
-/// needed a denial or an escalation and nothing moved.
+/// What the turn was: its prompt, what it asked and got back, and the state it ended in. The same
+/// signature twice with no new state is an outer loop going round.
+fn turn_signature(state: &SessionState) -> Digest16 {
+    let t = &state.turn;
+    let mut pairs: Vec<[u8; 33]> = state
+        .agents
+        .get(MAIN_AGENT)
+        .map(|a| {
+            a.ledger
+                .entries
+                .iter()
+                .filter(|e| e.turn == t.number && e.status.answered())
+                .map(|e| {
+                    let mut b = [0u8; 33];
+                    b[..16].copy_from_slice(&e.key.0);
+                    b[16..32].copy_from_slice(&e.answer.unwrap_or_default().0);
+                    b[32] = u8::from(e.status.failed());
+                    b
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut parts: Vec<&[u8]> = vec![
+        t.prompt.as_ref().map_or(&[][..], |d| &d.0[..]),
+        &state.world.id.0,
+    ];
+    parts.extend(pairs.iter().map(|b| &b[..]));
+    Digest16::of_parts(&parts)
+}
+
+/// Judges the turn that just ended for the circuit breaker: progress when it produced a state of
+/// the work never seen before (or the worktree moved since its baseline); no progress when the
+/// Stop gate said so, when it needed a denial or an escalation, or when it repeated an earlier
+/// turn exactly — even a turn that only ran the tests and reported, if it is the same again.
 fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) {
     let t = &state.turn;
-    if t.number == 0 {
+    if t.number == 0 || t.ended {
         return;
     }
+    state.turn.ended = true;
+    let t = &state.turn;
     let moved = matches!((t.baseline.as_deref(), now_fingerprint), (Some(a), Some(b)) if a != b);
-    let progress = t.progress == Some(true) || moved || t.changes > 0;
-    let no_progress = !progress && (t.progress == Some(false) || t.hard_interventions > 0);
+    let novel = state.world.novel_states > t.start_novel;
+    let progress = t.progress == Some(true) || moved || novel;
+    let signature = turn_signature(state);
+    let repeated = state.turns.iter().any(|s| s.signature == signature);
+    let t = &state.turn;
+    let no_progress =
+        !progress && (t.progress == Some(false) || t.hard_interventions > 0 || repeated);
     if t.interventions + t.hard_interventions > 0 {
         state.totals.turns_with_interventions += 1;
         if progress {
             state.totals.intervened_turns_with_progress += 1;
         }
     }
+    if state.turns.len() >= MAX_TURNS {
+        state.turns.pop_front();
+    }
+    state.turns.push_back(TurnSig {
+        number: t.number,
+        signature,
+        ended_ms: ctx.now_ms,
+    });
     breaker::end_turn(
         &mut state.breaker,
         progress,
@@ -217,9 +317,54 @@ fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) 
     );
 }
 
-fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
+/// Did real waiting come before this call: a sleep in it, a sleep since its previous answer, or
+/// minutes of quiet since then?
+fn waited(
+    ledger: &crate::ledger::Ledger,
+    key: &Digest16,
+    sleeps: bool,
+    now_ms: u64,
+    ctx: &Ctx,
+) -> bool {
+    if sleeps {
+        return true;
+    }
+    let Some(prev) = ledger.last_answer_of(key) else {
+        return false;
+    };
+    let gap = ctx.config.detectors.repeat.waiting_gap_seconds * 1000;
+    now_ms.saturating_sub(prev.end_ms) >= gap
+        || ledger
+            .entries
+            .iter()
+            .rev()
+            .take_while(|e| e.end_ms >= prev.end_ms && e.key != *key)
+            .any(|e| e.sleeps)
+}
+
+/// A shell command that waits on purpose: `sleep N` (N ≥ 2 seconds) anywhere in it.
+fn sleeps(tool: &str, input: &Value) -> bool {
+    if ToolClass::of(tool) != ToolClass::Shell {
+        return false;
+    }
+    let cmd = input.get("command").and_then(Value::as_str).unwrap_or("");
+    let mut rest = cmd;
+    while let Some(at) = rest.find("sleep") {
+        let after = rest[at + 5..].trim_start();
+        let digits: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        if digits.parse::<f64>().is_ok_and(|n| n >= 2.0) {
+            return true;
+        }
+        rest = &rest[at + 5..];
+    }
+    false
+}
+
+fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, Vec<Verdict>) {
     let cfg = ctx.config;
-    let det = &cfg.detectors;
     let tool = p.tool();
     let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
     let session = state.session.clone();
@@ -234,209 +379,404 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict
         &cfg.guard,
     ));
     let key = call_key(tool, input);
-    let target = redact::target(tool, input);
-    let poll = det.poll.enabled && poll::is_poll(tool, input);
-    let turn = state.turn.number;
-    let agent = state.agent_mut(p.agent(), ctx.now_ms);
-    if agent.last_tool == tool {
-        agent.same_tool_run += 1;
-    } else {
-        agent.last_tool = tool.to_string();
-        agent.same_tool_run = 1;
+    let class = ToolClass::of(tool);
+    // Learn what a file held before the agent first changes it, so undoing a change is
+    // recognised as coming back, not as something new.
+    if class.changes_files() {
+        if let Some(path) = file_path(input, p.cwd.as_deref()) {
+            state.world.observe_before(
+                Digest16::of(path.as_os_str().as_encoded_bytes()),
+                content_digest(&path),
+            );
+        }
     }
-    let epoch = agent.epoch;
-    if det.matrix.enabled {
-        verdicts.extend(matrix::check_blocked(agent));
+    let now = ctx.now_ms;
+    let world = &state.world;
+    let agent = state
+        .agents
+        .entry(crate::payload::clip(p.agent(), 64))
+        .or_default();
+    agent.last_seen_ms = agent.last_seen_ms.max(now);
+    let waited = waited(&agent.ledger, &key, sleeps(tool, input), now, ctx);
+    {
+        let view = View {
+            ledger: &agent.ledger,
+            world,
+            now_ms: now,
+            config: cfg,
+        };
+        let call = Call {
+            tool,
+            input,
+            key,
+            class,
+            waited,
+        };
+        for (_, check) in detectors::BEFORE_CALL {
+            verdicts.extend(check(&view, &call));
+        }
     }
-    if !poll {
-        verdicts.extend(identical_failure::check(
-            agent,
-            &key,
-            ctx.now_ms,
-            &det.identical_failure,
-        ));
-    }
-    verdicts.extend(gate::consecutive(agent, tool, &det.gate));
-    verdicts.extend(patterns::check(agent, &key));
     if matches!(tool, "Edit" | "MultiEdit") {
         let path = input.get("file_path").and_then(Value::as_str).unwrap_or("");
         verdicts.extend(modification::check(
             agent,
             path,
             input,
-            ctx.now_ms,
-            &det.modification,
+            now,
+            &cfg.detectors.modification,
         ));
     }
-    let run = agent.run_mut(&key, tool, &target, ctx.now_ms);
-    verdicts.extend(gate::blocked(run, epoch, turn, &det.gate));
-    if poll {
-        verdicts.extend(poll::check(run, ctx.now_ms, &det.poll));
-    } else if !dedup::exempt(&cfg.dedup, tool) {
-        verdicts.extend(dedup::check(run, epoch, &cfg.dedup));
-    }
-    verdicts.extend(rate::on_call(run, ctx.now_ms, &det.rate));
-    verdicts.extend(gate::on_call(run, epoch, turn, poll, &det.gate));
-    run.total += 1;
     let denied = ctx.enforced() && strongest(&verdicts).is_some_and(|v| v.action >= Action::Deny);
-    agent.push_call(Call {
-        id: p.tool_use_id.clone().unwrap_or_default(),
-        tool: tool.to_string(),
-        key,
-        target,
-        at_ms: ctx.now_ms,
-        epoch,
-        status: if denied {
-            CallStatus::Denied
-        } else {
-            CallStatus::Pending
-        },
-        outcome: None,
-    });
+    let target = redact::target(tool, input);
+    if denied {
+        // It never runs: no Post event will come for it.
+        agent.ledger.push(Entry {
+            key,
+            id: Entry::id_of(p.tool_use_id.as_deref().unwrap_or("")),
+            tool: crate::payload::clip(tool, 64),
+            target,
+            class,
+            status: Status::Denied,
+            answer: None,
+            shape: None,
+            rich: false,
+            error_class: None,
+            preview: String::new(),
+            epoch: world.epoch,
+            epoch_after: world.epoch,
+            novel: false,
+            waited,
+            sleeps: false,
+            start_ms: now,
+            end_ms: now,
+            turn: state.turn.number,
+            batch: state.turn.batches,
+        });
+    } else {
+        agent.ledger.start(Pending {
+            id: p.tool_use_id.clone().unwrap_or_default(),
+            key,
+            target,
+            start_ms: now,
+            epoch: world.epoch,
+            waited,
+            denied: false,
+        });
+    }
+    state.enforce_agent_cap();
     state.totals.calls += 1;
-    if p.agent() == MAIN_AGENT && is_edit_tool(tool) {
+    if p.agent() == MAIN_AGENT && class.changes_files() {
         state.turn.edit_attempts += 1;
     }
-    verdicts
+    (key, verdicts)
 }
 
-fn post_tool_use(state: &mut SessionState, p: &Payload, ok: bool, ctx: &Ctx) -> Vec<Verdict> {
+fn post_tool_use(
+    state: &mut SessionState,
+    p: &Payload,
+    ok: bool,
+    ctx: &Ctx,
+) -> (Digest16, Vec<Verdict>) {
+    let error = p.error.as_deref().unwrap_or("");
+    let status = if ok {
+        Status::Ok
+    } else if p.is_interrupt == Some(true) {
+        Status::Cancelled
+    } else {
+        match outcome::interruption(error) {
+            Some(Interruption::Cancelled) => Status::Cancelled,
+            Some(Interruption::Refused) => Status::Refused,
+            None => Status::Failed,
+        }
+    };
     let done = Finished {
         agent: p.agent(),
         tool: p.tool(),
         input: p.tool_input.as_ref().unwrap_or(&Value::Null),
         id: p.tool_use_id.as_deref().unwrap_or(""),
-        status: if ok {
-            CallStatus::Ok
-        } else {
-            CallStatus::Failed
-        },
-        error: p.error.as_deref().unwrap_or(""),
+        cwd: p.cwd.as_deref(),
+        status,
+        error,
         response: p.tool_response.as_ref(),
-        interrupted: p.is_interrupt == Some(true),
     };
     finish(state, &done, ctx)
 }
 
-/// A call that finished: ran (ok or failed), or was rejected before it ran.
+/// A call that finished: ran (ok or failed), was rejected before it ran, or was cancelled.
 struct Finished<'a> {
     agent: &'a str,
     tool: &'a str,
     input: &'a Value,
     id: &'a str,
-    status: CallStatus,
+    cwd: Option<&'a str>,
+    status: Status,
     error: &'a str,
     response: Option<&'a Value>,
-    interrupted: bool,
 }
 
-/// Folds a finished call into every detector that judges outcomes.
-fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> Vec<Verdict> {
-    let ok = f.status == CallStatus::Ok;
-    let (tool, input, error, interrupted) = (f.tool, f.input, f.error, f.interrupted);
-    let det = &ctx.config.detectors;
-    let response = f.response;
-    let result = if ok {
-        outcome::of_success(tool, response)
-    } else {
-        outcome::of_failure(error)
+/// Folds a finished call into the ledger and the world state, then asks every detector that
+/// reads answers.
+fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<Verdict>) {
+    let now = ctx.now_ms;
+    let class = ToolClass::of(f.tool);
+    let answered = f.status.answered();
+    let mut result = match f.status {
+        Status::Ok => outcome::of_success(f.tool, f.response),
+        _ if answered => outcome::of_failure(f.error),
+        _ => outcome::Outcome {
+            digest: None,
+            shape: None,
+            rich: false,
+            error_class: None,
+            preview: String::new(),
+        },
     };
-    let poll = det.poll.enabled && poll::is_poll(tool, input);
-    let is_main = f.agent == MAIN_AGENT;
-    let changed = ok && changed_files(tool, response);
-    let turn = state.turn.number;
-    let mut verdicts = Vec::new();
-    let mut state_changes = false;
-    {
-        let (agent, key, epoch, target) = finish_call(state, f, &result, ctx);
-        let read_only = det.gate.read_only_tools.iter().any(|t| t == tool);
-        if let Some(run) = agent.runs.get_mut(&key) {
-            verdicts.extend(gate::on_output(run, tool, turn, poll, &det.gate));
-            verdicts.extend(paralysis::on_outcome(run, read_only, &det.paralysis));
-        }
-        if matches!(tool, "Edit" | "MultiEdit")
-            && !interrupted
-            && (ok || modification::is_miss(error))
-        {
-            let path = input.get("file_path").and_then(Value::as_str).unwrap_or("");
-            verdicts.extend(modification::record(
-                agent,
-                path,
-                input,
-                ok,
-                ctx.now_ms,
-                &det.modification,
-            ));
-        }
-        if !poll {
-            verdicts.extend(patterns::on_outcome(agent, &det.patterns));
-        }
-        if ok && is_edit_tool(tool) {
-            verdicts.extend(circular_import(agent, input, ctx));
-        }
-        if ok {
-            failures::on_success(agent);
-            identical_failure::on_success(agent, &key);
-        } else if !interrupted {
-            identical_failure::on_failure(
-                agent,
-                &key,
-                tool,
-                &target,
-                &result,
-                epoch,
-                ctx.now_ms,
-                &det.identical_failure,
-            );
-            let mut what = describe(tool, &target);
-            if f.status == CallStatus::Rejected {
-                what = format!("{what} (rejected: {})", first_line(error));
+    // What the call did to the work: the content of every file it changed.
+    let mut novel = false;
+    if f.status == Status::Ok {
+        match changes(f.tool, f.input, f.response, f.cwd) {
+            Some(mut ch) if !ch.is_empty() => {
+                if class == ToolClass::Edit {
+                    unseen_edit(&mut ch, &state.world, f.input);
+                }
+                novel = state.world.apply(&ch);
+                if class.changes_files() {
+                    // A file change's answer is the state it left the file in.
+                    let parts: Vec<&[u8]> =
+                        ch.iter().flat_map(|(p, c)| [&p.0[..], &c.0[..]]).collect();
+                    let d = Digest16::of_parts(&parts);
+                    result.digest = Some(d);
+                    result.shape = Some(d);
+                    result.rich = true;
+                }
             }
-            verdicts.extend(failures::on_failure(
-                agent,
-                what,
-                ctx.now_ms,
-                &ctx.config.failures,
-            ));
-        }
-        // Consecutiveness counts calls that learned nothing: a new result is progress.
-        if result
-            .digest
-            .as_ref()
-            .is_some_and(|d| !agent.seen_outcomes.contains(d))
-        {
-            agent.same_tool_run = 0;
-        }
-        if !poll && !det.matrix.ignore_tools.iter().any(|t| t == tool) {
-            verdicts.extend(matrix::on_outcome(
-                agent,
-                &key,
-                result.digest.as_deref(),
-                ctx.now_ms,
-                &det.matrix,
-            ));
-        }
-        if changed {
-            // A file changed: the next identical call is a new experiment for every count.
-            state_changes = true;
-            agent.epoch += 1;
-            matrix::reset_streaks(agent);
+            Some(_) => {}
+            // More files changed than Claude Code listed: assume something new happened.
+            None => novel = state.world.apply_unknown(now),
         }
     }
-    if !ok {
+    let world_epoch = state.world.epoch;
+    let turn = state.turn.number;
+    let batch = state.turn.batches;
+    let agent = state
+        .agents
+        .entry(crate::payload::clip(f.agent, 64))
+        .or_default();
+    agent.last_seen_ms = agent.last_seen_ms.max(now);
+    let pending = agent.ledger.take_pending(f.id, None).or_else(|| {
+        let key = call_key(f.tool, f.input);
+        agent.ledger.take_pending("", Some(&key))
+    });
+    let (key, target, start_ms, epoch, waited) = match pending {
+        Some(pd) => (pd.key, pd.target, pd.start_ms, pd.epoch, pd.waited),
+        None => (
+            call_key(f.tool, f.input),
+            redact::target(f.tool, f.input),
+            now,
+            world_epoch - u32::from(novel),
+            false,
+        ),
+    };
+    let preview = if f.status.failed() {
+        crate::payload::clip(&redact::mask(&result.preview), 100)
+    } else {
+        String::new()
+    };
+    let entry = Entry {
+        key,
+        id: Entry::id_of(f.id),
+        tool: crate::payload::clip(f.tool, 64),
+        target,
+        class,
+        status: f.status,
+        answer: result.digest,
+        shape: result.shape,
+        rich: result.rich,
+        error_class: result.error_class.filter(|_| f.status.failed()),
+        preview,
+        epoch,
+        epoch_after: world_epoch,
+        novel,
+        waited,
+        sleeps: sleeps(f.tool, f.input),
+        start_ms,
+        end_ms: now,
+        turn,
+        batch,
+    };
+    agent.ledger.push(entry);
+    let mut verdicts = Vec::new();
+    {
+        let view = View {
+            ledger: &agent.ledger,
+            world: &state.world,
+            now_ms: now,
+            config: ctx.config,
+        };
+        let latest = agent.ledger.entries.back().expect("just pushed");
+        for (_, after) in detectors::AFTER_ANSWER {
+            verdicts.extend(after(&view, latest));
+        }
+    }
+    let det = &ctx.config.detectors;
+    if matches!(f.tool, "Edit" | "MultiEdit")
+        && answered
+        && (f.status == Status::Ok || modification::is_miss(f.error))
+    {
+        let path = f
+            .input
+            .get("file_path")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        verdicts.extend(modification::record(
+            agent,
+            path,
+            f.input,
+            f.status == Status::Ok,
+            now,
+            &det.modification,
+        ));
+    }
+    if f.status == Status::Ok && class.changes_files() {
+        verdicts.extend(circular_import(agent, f.input, ctx));
+    }
+    if f.status.failed() {
         state.totals.failures += 1;
     }
-    if state_changes {
+    if novel {
         state.turn.changes += 1;
     }
-    if is_main && is_edit_tool(tool) {
-        if ok {
+    if f.agent == MAIN_AGENT && class.changes_files() {
+        if f.status == Status::Ok {
             state.turn.edits_ok += 1;
-        } else {
+        } else if f.status.failed() {
             state.turn.edit_failures += 1;
         }
     }
-    verdicts
+    state.enforce_agent_cap();
+    (key, verdicts)
+}
+
+/// An edit that succeeded on a file loopgate cannot read (replaying a transcript on another
+/// machine, or a file already gone again): its content is taken as the earlier content with this
+/// edit applied, so successive edits stay different states instead of all looking "absent".
+fn unseen_edit(ch: &mut [(Digest16, Digest16)], world: &crate::ledger::World, input: &Value) {
+    for (path, content) in ch.iter_mut() {
+        if *content == ABSENT {
+            let before = world.files.get(path).map_or(ABSENT, |f| f.content);
+            let mut edit = Vec::new();
+            crate::canon::write_canonical(input, &mut edit);
+            *content = Digest16::of_parts(&[&before.0, &edit]);
+        }
+    }
+}
+
+/// The file a Write/Edit/NotebookEdit names, absolute.
+fn file_path(input: &Value, cwd: Option<&str>) -> Option<PathBuf> {
+    let p = input
+        .get("file_path")
+        .or_else(|| input.get("notebook_path"))
+        .and_then(Value::as_str)?;
+    Some(absolute(p, cwd))
+}
+
+fn absolute(p: &str, cwd: Option<&str>) -> PathBuf {
+    let path = Path::new(p);
+    match cwd {
+        Some(c) if path.is_relative() => Path::new(c).join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Files read whole for their digest; bigger ones are known by size and time.
+const MAX_HASHED_FILE: u64 = 16 << 20;
+/// Files a single shell command is judged by.
+const MAX_BASH_FILES: usize = 32;
+
+/// The content of a file as a digest: [`ABSENT`] when it is not there. Only regular files are
+/// read (a FIFO or a device would hang or never end), and only up to a size.
+fn content_digest(path: &Path) -> Digest16 {
+    use std::io::Read;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return ABSENT;
+    };
+    if !meta.is_file() {
+        return Digest16::of(b"\0not a regular file");
+    }
+    let stamp = || {
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        Digest16::of_parts(&[&meta.len().to_le_bytes(), &mtime.to_le_bytes()])
+    };
+    if meta.len() > MAX_HASHED_FILE {
+        return stamp();
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    match std::fs::File::open(path).and_then(|f| f.take(MAX_HASHED_FILE).read_to_end(&mut buf)) {
+        Ok(_) => Digest16::of(&buf),
+        Err(_) => stamp(),
+    }
+}
+
+/// What a successful call changed: `(path digest, content digest)` per file. `None` when it
+/// changed more than can be known (Claude Code listed only some of the files).
+fn changes(
+    tool: &str,
+    input: &Value,
+    response: Option<&Value>,
+    cwd: Option<&str>,
+) -> Option<Vec<(Digest16, Digest16)>> {
+    let key = |p: &Path| Digest16::of(p.as_os_str().as_encoded_bytes());
+    match ToolClass::of(tool) {
+        ToolClass::Write => {
+            let path = file_path(input, cwd)?;
+            let content = input.get("content").and_then(Value::as_str).unwrap_or("");
+            Some(vec![(key(&path), Digest16::of(content.as_bytes()))])
+        }
+        ToolClass::Edit => {
+            let path = file_path(input, cwd)?;
+            Some(vec![(key(&path), content_digest(&path))])
+        }
+        ToolClass::Shell => {
+            let Some(diff) = response.and_then(|r| r.get("bashEditDiff")) else {
+                return Some(Vec::new());
+            };
+            let mut paths: Vec<&str> = diff
+                .get("changedFiles")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for f in diff
+                .get("files")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(p) = f.get("filePath").and_then(Value::as_str) {
+                    if !paths.contains(&p) {
+                        paths.push(p);
+                    }
+                }
+            }
+            let more = diff.get("moreFiles").and_then(Value::as_u64).unwrap_or(0);
+            if more > 0 || paths.len() > MAX_BASH_FILES {
+                return None;
+            }
+            Some(
+                paths
+                    .into_iter()
+                    .map(|p| {
+                        let abs = absolute(p, cwd);
+                        (key(&abs), content_digest(&abs))
+                    })
+                    .collect(),
+            )
+        }
+        _ => Some(Vec::new()),
+    }
 }
 
 /// After a source file changed: a new import cycle through it is named once.
@@ -462,105 +802,56 @@ fn circular_import(
     Some(verdict)
 }
 
-/// Marks the call finished and folds its outcome into its identity's streak. Returns the agent,
-/// the call's identity, the epoch it started in, and its target.
-fn finish_call<'s>(
-    state: &'s mut SessionState,
-    f: &Finished,
-    result: &outcome::Outcome,
-    ctx: &Ctx,
-) -> (&'s mut crate::state::AgentState, String, u64, String) {
-    let (tool, input, id, status) = (f.tool, f.input, f.id, f.status);
-    let agent = state.agent_mut(f.agent, ctx.now_ms);
-    // Hash the input only when the id cannot find the call (hashing a large Write is not free).
-    let found = agent
-        .find_call(id, "")
-        .map(|c| (c.key.clone(), c.epoch, c.target.clone()));
-    let (key, epoch, target) = match found {
-        Some(f) => f,
-        None => {
-            let key = call_key(tool, input);
-            match agent.find_call("", &key) {
-                Some(c) => (key, c.epoch, c.target.clone()),
-                None => {
-                    let target = redact::target(tool, input);
-                    agent.push_call(Call {
-                        id: id.to_string(),
-                        tool: tool.to_string(),
-                        key: key.clone(),
-                        target: target.clone(),
-                        at_ms: ctx.now_ms,
-                        epoch: agent.epoch,
-                        status: CallStatus::Pending,
-                        outcome: None,
-                    });
-                    (key, agent.epoch, target)
-                }
-            }
-        }
-    };
-    if let Some(c) = agent.find_call(id, &key) {
-        c.status = status;
-        c.outcome = result.digest.clone();
-    }
-    let run = agent.run_mut(&key, tool, &target, ctx.now_ms);
-    dedup::record(run, result, epoch, ctx.now_ms);
-    (agent, key, epoch, target)
-}
-
-/// PostToolBatch lists every call of the turn once. Calls no tool hook saw were rejected by Claude
-/// Code before they ran (an Edit whose `old_string` is missing): they are failed calls too.
+/// PostToolBatch lists every call of the model turn once. Calls no tool hook finished were
+/// denied by a hook, cancelled, refused, or rejected by Claude Code before they ran (an Edit whose
+/// `old_string` is missing): only the last are failures.
 fn post_tool_batch(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     let mut verdicts = Vec::new();
-    let is_main = p.agent() == MAIN_AGENT;
     for bc in p.tool_calls.as_deref().unwrap_or_default() {
         let text = response_text(bc);
-        let agent = state.agent_mut(p.agent(), ctx.now_ms);
         let id = bc.tool_use_id.as_deref().unwrap_or("");
-        if !id.is_empty() {
-            if let Some(c) = agent.find_call(id, "") {
-                if c.status == CallStatus::Pending && text.starts_with("PreToolUse:") {
-                    c.status = CallStatus::Denied;
-                }
-                continue;
+        let agent = state
+            .agents
+            .entry(crate::payload::clip(p.agent(), 64))
+            .or_default();
+        let pending = agent.ledger.pending_by_id(id).is_some();
+        let status = if text.starts_with("PreToolUse:") {
+            Status::Denied
+        } else {
+            match outcome::interruption(&text) {
+                Some(Interruption::Cancelled) => Status::Cancelled,
+                Some(Interruption::Refused) => Status::Refused,
+                None if text.contains("<tool_use_error>") && !pending => Status::Rejected,
+                // Finished by its own Post event, or nothing reliable to record.
+                None => continue,
             }
-        }
-        if !text.contains("<tool_use_error>") {
-            // Unseen but not rejected: a hook of ours was skipped; nothing reliable to record.
+        };
+        if !pending && agent.ledger.finished(id) {
             continue;
         }
-        // Recorded as PreToolUse would have, then finished like a failure.
-        let key = call_key(&bc.tool_name, &bc.tool_input);
-        let target = redact::target(&bc.tool_name, &bc.tool_input);
-        let epoch = agent.epoch;
-        agent
-            .run_mut(&key, &bc.tool_name, &target, ctx.now_ms)
-            .total += 1;
-        agent.push_call(Call {
-            id: id.to_string(),
-            tool: bc.tool_name.clone(),
-            key,
-            target,
-            at_ms: ctx.now_ms,
-            epoch,
-            status: CallStatus::Pending,
-            outcome: None,
-        });
-        state.totals.calls += 1;
-        if is_main && is_edit_tool(&bc.tool_name) {
-            state.turn.edit_attempts += 1;
+        if !pending && status != Status::Rejected {
+            // A call no hook saw that did not run: nothing the model learned from it.
+            continue;
+        }
+        if status == Status::Rejected {
+            // Recorded as PreToolUse would have, then finished like a failure.
+            state.totals.calls += 1;
+            if p.agent() == MAIN_AGENT && ToolClass::of(&bc.tool_name).changes_files() {
+                state.turn.edit_attempts += 1;
+            }
         }
         let done = Finished {
             agent: p.agent(),
             tool: &bc.tool_name,
             input: &bc.tool_input,
             id,
-            status: CallStatus::Rejected,
+            cwd: p.cwd.as_deref(),
+            status,
             error: &text,
             response: None,
-            interrupted: false,
         };
-        verdicts.extend(finish(state, &done, ctx));
+        let (_, v) = finish(state, &done, ctx);
+        verdicts.extend(v);
     }
     verdicts
 }
@@ -569,32 +860,24 @@ fn response_text(bc: &BatchCall) -> String {
     match &bc.tool_response {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|i| i.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
         other => other.to_string(),
     }
 }
 
-fn first_line(text: &str) -> String {
-    let t = text.trim_start_matches("<tool_use_error>");
-    crate::payload::clip(
-        t.lines()
-            .next()
-            .unwrap_or("")
-            .trim_end_matches("</tool_use_error>"),
-        60,
-    )
-}
-
 fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     let cfg = &ctx.config.progress;
-    // Under a sticky block or an OPEN breaker the agent was told to summarise and stop: let it.
-    if state
-        .agents
-        .get(MAIN_AGENT)
-        .is_some_and(|a| a.blocked.is_some())
-        || state.breaker.state == crate::state::BreakerState::Open
-    {
+    // Under an OPEN breaker the agent was told to summarise and stop: let it.
+    if state.breaker.state == crate::state::BreakerState::Open {
         return Vec::new();
     }
+    // Progress is a state of the work the turn did not start from: a turn whose changes were all
+    // undone changed nothing.
+    state.turn.changes = u32::from(state.world.id != state.turn.start_world);
     let judgement = progress::judge(&state.turn, ctx.attended, cfg, || ctx.fingerprint());
     let active = p.stop_hook_active == Some(true);
     let verdict = progress::check(&state.turn, active, judgement, cfg);
@@ -610,21 +893,34 @@ fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
 }
 
 /// Counts the deciding verdict and remembers it for `status`.
-fn account(state: &mut SessionState, p: &Payload, event: Event, v: &Verdict, ctx: &Ctx) {
+fn account(
+    state: &mut SessionState,
+    p: &Payload,
+    event: Event,
+    v: &Verdict,
+    subject: Option<Digest16>,
+    ctx: &Ctx,
+) {
     match (event, v.action) {
-        (Event::Stop | Event::SubagentStop, _) => state.totals.blocks += 1,
+        (Event::Stop | Event::SubagentStop | Event::UserPromptSubmit, _) => {
+            state.totals.blocks += 1
+        }
         (_, Action::Warn) => state.totals.warnings += 1,
         _ => state.totals.denials += 1,
     }
     if p.agent() == MAIN_AGENT && is_intervention(event, v) {
-        if v.detector == ESCALATION || v.action >= Action::Deny {
+        if v.detector == LADDER || v.action >= Action::Deny {
             state.turn.hard_interventions += 1;
+        }
+        if let Some(key) = subject {
+            let keys = &mut state.turn.intervened_keys;
+            if !keys.contains(&key) && keys.len() < 8 {
+                keys.push(key);
+            }
         }
         // One per model turn: parallel calls denied together are one failed intervention, and the
         // model has not yet seen any of them.
-        if v.detector != ESCALATION
-            && state.turn.last_intervention_batch != Some(state.turn.batches)
-        {
+        if v.detector != LADDER && state.turn.last_intervention_batch != Some(state.turn.batches) {
             state.turn.interventions += 1;
             state.turn.last_intervention_batch = Some(state.turn.batches);
         }
@@ -642,19 +938,101 @@ fn account(state: &mut SessionState, p: &Payload, event: Event, v: &Verdict, ctx
     });
 }
 
-/// Denials and loop warnings are signs the turn was stuck; advisory hints (same tool in a row,
-/// consecutive failures) are not: a turn that ran failing tests, or waited for a slow server, and
-/// reported is a legitimate end. The Stop gate's own blocks are not interventions in the turn.
+/// Denials and loop warnings are signs the turn was stuck; advisory hints (consecutive failures)
+/// are not: a turn that ran failing tests, or waited for a slow server, and reported is a
+/// legitimate end. The Stop gate's and the prompt's own blocks are not interventions in the turn.
 fn is_intervention(event: Event, v: &Verdict) -> bool {
-    !matches!(event, Event::Stop | Event::SubagentStop) && v.is_intervention()
+    !matches!(
+        event,
+        Event::Stop | Event::SubagentStop | Event::UserPromptSubmit
+    ) && v.is_intervention()
 }
 
 /// The name of a decision as the event log and `status` show it.
 pub fn decision_name(event: Event, action: Action) -> &'static str {
     match (event, action) {
-        (Event::Stop | Event::SubagentStop | Event::PostToolBatch, Action::Deny | Action::Halt) => {
-            "block"
-        }
+        (
+            Event::Stop | Event::SubagentStop | Event::PostToolBatch | Event::UserPromptSubmit,
+            Action::Deny | Action::Halt,
+        ) => "block",
         (_, a) => a.name(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn payload(event: &str, extra: Value) -> Payload {
+        let mut v = json!({"session_id": "s", "hook_event_name": event, "prompt_id": "p"});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        Payload::parse(v.to_string().as_bytes()).unwrap().0
+    }
+
+    /// However long a session of ordinary work runs, with every subagent slot in use and the
+    /// longest targets, the state stays bounded.
+    #[test]
+    fn state_stays_bounded_however_long_the_session() {
+        let config = Config::default();
+        let ctx = Ctx {
+            config: &config,
+            now_ms: 0,
+            project_dir: None,
+            attended: None,
+            worktree: &crate::git::NoGit,
+            state_dir: None,
+        };
+        let mut state = SessionState::new("s", 0);
+        let long = "x".repeat(4000);
+        // Past every cap (96 entries for each of 8 agents, 256 files).
+        for i in 0..1_200u64 {
+            let ctx = Ctx {
+                now_ms: i * 1000,
+                ..ctx
+            };
+            let agent = if i % 3 == 0 {
+                "main".to_string()
+            } else {
+                format!("sub-{}", i % 11)
+            };
+            let (tool, input) = match i % 4 {
+                0 => (
+                    "Write",
+                    json!({"file_path": format!("/p/f{i}.txt"), "content": format!("v{i}")}),
+                ),
+                1 => ("Read", json!({"file_path": format!("/p/{long}{i}")})),
+                2 => ("Grep", json!({"pattern": format!("{long}{i}")})),
+                _ => ("Bash", json!({"command": format!("{long} {i}")})),
+            };
+            let id = format!("toolu_{i:020}");
+            let mut extra = json!({"tool_name": tool, "tool_input": input, "tool_use_id": id});
+            if agent != "main" {
+                extra["agent_id"] = json!(agent);
+            }
+            handle(
+                &mut state,
+                &payload("PreToolUse", extra.clone()),
+                Event::PreToolUse,
+                &ctx,
+            );
+            extra["tool_response"] = json!({"stdout": format!("answer {i} {long}"), "stderr": ""});
+            handle(
+                &mut state,
+                &payload("PostToolUse", extra),
+                Event::PostToolUse,
+                &ctx,
+            );
+        }
+        let json = serde_json::to_vec(&state).unwrap();
+        eprintln!("state after 1,200 calls: {} KiB as JSON", json.len() >> 10);
+        assert!(state.agents.len() <= crate::state::MAX_AGENTS);
+        assert!(
+            json.len() <= 256 << 10,
+            "state is {} KiB as JSON",
+            json.len() >> 10
+        );
     }
 }

@@ -29,16 +29,15 @@ pub struct Meta<'a> {
 /// the Stop gate, the breaker, the guard).
 pub fn loop_type(detector: &str) -> &'static str {
     match detector {
-        "dedup" | "identical_failure" | "call_rate" | "turn_gate" => "action",
-        "modification_loop" => "modification",
-        "analysis_paralysis" | "stagnation" => "conversation",
-        "circular_dependency" => "circular_dependency",
-        "state_cycle" => "state_cycle",
-        "pattern_repetition" => "pattern_repetition",
-        "consecutive_failures" => "failures",
-        "poll_budget" => "waiting",
-        "progress_gate" | "circuit_breaker" => "no_progress",
-        "escalation" => "escalation",
+        "repeat" => "action",
+        "modification" => "modification",
+        "stagnation" => "conversation",
+        "circular" => "circular_dependency",
+        "cycle" => "state_cycle",
+        "failures" => "failures",
+        "progress" | "breaker" => "no_progress",
+        "ladder" => "escalation",
+        "guard" => "tamper",
         _ => "other",
     }
 }

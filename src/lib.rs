@@ -17,6 +17,7 @@ pub mod exit;
 pub mod gc;
 pub mod git;
 pub mod hook;
+pub mod ledger;
 pub mod notice;
 pub mod outcome;
 pub mod paths;

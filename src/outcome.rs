@@ -11,10 +11,19 @@ use std::sync::OnceLock;
 /// ordinary output, and a megabyte of it is already unambiguous.
 const NORMALISE_LIMIT: usize = 1 << 20;
 
+/// Answers shorter than this ("0", "none", "no matches") say too little for "different questions,
+/// same answer" to mean anything.
+const RICH_ANSWER: usize = 24;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     /// Digest of the normalised result, `None` when the result carries no information.
     pub digest: Option<Digest16>,
+    /// Digest of the result's shape: numbers and ids masked too, so answers that differ only in
+    /// a counter, an id or a percentage compare equal (at a more tolerant threshold).
+    pub shape: Option<Digest16>,
+    /// Long enough that two different questions getting it back is telling (not "0" or "none").
+    pub rich: bool,
     /// For a failure, how it is expected to behave on retry, classified once from the full text.
     pub error_class: Option<ErrorClass>,
     /// Short normalised text, for messages.
@@ -128,17 +137,20 @@ fn build(raw: &str, failed: bool) -> Outcome {
     let trivial = is_trivial_text(&norm);
     let error_class = failed.then(|| classify_error(raw));
     let preview = crate::payload::clip(norm.trim(), 160);
-    let digest = if trivial {
-        None
+    // Success and failure with the same text are different outcomes.
+    let tag: &[u8] = if failed { b"E" } else { b"O" };
+    let (digest, shape_digest) = if trivial {
+        (None, None)
     } else {
-        // Success and failure with the same text are different outcomes.
-        Some(text_key(&format!(
-            "{}{norm}",
-            if failed { "E" } else { "O" }
-        )))
+        (
+            Some(Digest16::of_parts(&[tag, norm.as_bytes()])),
+            Some(Digest16::of_parts(&[tag, shape(&norm).as_bytes()])),
+        )
     };
     Outcome {
         digest,
+        shape: shape_digest,
+        rich: norm.trim().len() >= RICH_ANSWER,
         error_class,
         preview,
     }
@@ -281,6 +293,63 @@ pub fn classify_error(error: &str) -> ErrorClass {
         ErrorClass::Deterministic
     } else {
         ErrorClass::Unknown
+    }
+}
+
+/// The shape of already-normalised text: every digit run becomes `#`, so "45% done, 3 of 8" and
+/// "60% done, 5 of 8" are one shape. Used only for the tolerant comparison, never for identity.
+pub fn shape(norm: &str) -> String {
+    let mut out = String::with_capacity(norm.len());
+    let mut in_digits = false;
+    for c in norm.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                out.push('#');
+            }
+            in_digits = true;
+        } else {
+            in_digits = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// How a call that did not run to its own end ended, as Claude Code words it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interruption {
+    /// Cancelled by Claude Code or the user: a sibling in the batch failed, or Ctrl-C.
+    Cancelled,
+    /// The person (or plan mode) said no: the agent learned a preference, not a failure.
+    Refused,
+}
+
+/// Cancellations and refusals are neither failures nor answers: they say nothing about the
+/// call itself (issue: a batch of 10 with one real failure is one failure, not ten).
+pub fn interruption(error: &str) -> Option<Interruption> {
+    let head = &error[..floor_char_boundary(error, 400)];
+    const CANCELLED: &[&str] = &[
+        "Sibling tool call errored",
+        "[Request interrupted by user",
+        "Interrupted by user",
+        "The tool call was cancelled",
+        "Tool use was cancelled",
+    ];
+    const REFUSED: &[&str] = &[
+        "The user doesn't want to proceed with this tool use",
+        "The user doesn't want to take this action",
+        "User rejected",
+        "user rejected",
+        "Permission to use",
+        "is in plan mode",
+        "Plan mode is active",
+    ];
+    if CANCELLED.iter().any(|m| head.contains(m)) {
+        Some(Interruption::Cancelled)
+    } else if REFUSED.iter().any(|m| head.contains(m)) {
+        Some(Interruption::Refused)
+    } else {
+        None
     }
 }
 

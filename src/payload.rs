@@ -88,6 +88,9 @@ pub struct Payload {
     pub is_interrupt: Option<bool>,
     #[serde(default)]
     pub stop_hook_active: Option<bool>,
+    /// UserPromptSubmit: what the user asked (only its digest is kept).
+    #[serde(default)]
+    pub prompt: Option<String>,
     #[serde(default)]
     pub tool_calls: Option<Vec<BatchCall>>,
 }

@@ -43,6 +43,10 @@ pub fn answer(event: Event, v: &Verdict) -> Option<String> {
         (Event::Stop | Event::SubagentStop, Action::Deny | Action::Halt) => {
             json!({"decision": "block", "reason": v.reason})
         }
+        // No model request at all: an outer loop's next iteration costs nothing (observed).
+        (Event::UserPromptSubmit, Action::Deny | Action::Halt) => {
+            json!({"decision": "block", "reason": v.reason, "systemMessage": human})
+        }
         // A batch block ends the run at once: the hard stop for unattended runs.
         (Event::PostToolBatch, Action::Deny | Action::Halt) => {
             json!({"decision": "block", "reason": v.reason, "systemMessage": human})
@@ -79,7 +83,7 @@ mod tests {
 
     fn v(action: Action) -> Verdict {
         Verdict::new(
-            "dedup",
+            "repeat",
             action,
             Severity::Low,
             "loopgate: seen it. Do else.".into(),
@@ -116,7 +120,7 @@ mod tests {
             out["hookSpecificOutput"]["additionalContext"],
             "loopgate: seen it. Do else."
         );
-        assert_eq!(out["systemMessage"], "loopgate [dedup · low]: seen it.");
+        assert_eq!(out["systemMessage"], "loopgate [repeat · low]: seen it.");
         assert!(answer(Event::Stop, &v(Action::Warn)).is_none());
     }
 }

@@ -1,18 +1,18 @@
 //! Per-session loop state: what each agent called, what came back, and where the turn stands.
 //! Every collection is capped, so a session of any length keeps a state file of bounded size.
 
+use crate::canon::Digest16;
+use crate::ledger::{Ledger, World};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
 pub const MAIN_AGENT: &str = "main";
-pub const STATE_VERSION: u32 = 1;
+pub const STATE_VERSION: u32 = 2;
 
-/// Call records kept per agent: enough for every pattern window (cycles up to 10 × 2).
-pub const MAX_CALLS: usize = 64;
-/// Distinct call identities kept per agent; the least recently used are forgotten first.
-pub const MAX_RUNS: usize = 192;
 /// Agents tracked at once (the main agent plus concurrent subagents).
-pub const MAX_AGENTS: usize = 4;
+pub const MAX_AGENTS: usize = 8;
+/// Finished turns remembered for recognising a repeated turn.
+pub const MAX_TURNS: usize = 12;
 /// Decisions kept for `status`.
 pub const MAX_RECENT: usize = 10;
 
@@ -29,6 +29,10 @@ pub struct SessionState {
     pub totals: Totals,
     pub recent: VecDeque<DecisionNote>,
     pub breaker: Breaker,
+    /// The content-addressed state of the work, shared by every agent.
+    pub world: World,
+    /// Signatures of the latest finished turns.
+    pub turns: VecDeque<TurnSig>,
 }
 
 /// Ralph's circuit breaker across turns: CLOSED → HALF_OPEN → OPEN on turns without progress.
@@ -86,37 +90,26 @@ pub struct Turn {
     /// An escalation to the human waiting for the next answer that can carry it.
     pub escalation: Option<String>,
     pub escalations: u32,
+    /// The world state and how many new states the session had when the turn began.
+    pub start_world: Digest16,
+    pub start_novel: u32,
+    /// Digest of the prompt text, when the prompt was seen (UserPromptSubmit).
+    pub prompt: Option<Digest16>,
+    /// Calls loopgate denied or warned about in this turn, and in how many model turns: the
+    /// ladder's last stage needs two different repeated calls across batches, never one batch.
+    pub intervened_keys: Vec<Digest16>,
+    /// Judged for the breaker already (a refused prompt ends a turn without starting one).
+    pub ended: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AgentState {
-    pub calls: VecDeque<Call>,
-    pub runs: BTreeMap<String, Run>,
-    /// Bumped by every successful file change and every new prompt: a call made in a later epoch
-    /// is a new experiment, not a repeat.
-    pub epoch: u64,
-    pub consecutive_failures: u32,
-    pub failure_streak_since_ms: u64,
-    /// Summaries of the latest consecutive failures, for the warning text.
-    pub failed_calls: VecDeque<String>,
+    /// What each call did and returned: the one source every detector reads.
+    pub ledger: Ledger,
     pub last_seen_ms: u64,
-    /// Identical-failure signatures (tool + input + error class), pruned after two hours.
-    pub failure_sigs: BTreeMap<String, FailureSig>,
-    /// The per-turn gate's consecutiveness: the last tool and how many times in a row.
-    pub last_tool: String,
-    pub same_tool_run: u32,
-    /// The approach/outcome matrix: what this agent has tried and seen, and its two streaks.
-    pub seen_approaches: VecDeque<String>,
-    pub seen_outcomes: VecDeque<String>,
-    pub stagnation: u32,
-    pub stuck: u32,
-    /// A sticky block: every call is denied until the next prompt or `loopgate reset`.
-    pub blocked: Option<StickyBlock>,
-    /// Recent edits, for modification loops.
+    /// Recent edits, for modification loops (hashed lines, never the code).
     pub edits: VecDeque<EditRec>,
-    /// A repeating pattern seen twice already: its next call is denied (stage 2).
-    pub pattern_next: Option<PatternMark>,
     /// Import cycles already named, so each is reported once.
     pub cycles_named: VecDeque<String>,
 }
@@ -131,89 +124,14 @@ pub struct EditRec {
     pub ok: bool,
 }
 
+/// What a finished turn was, for recognising the same turn again (a Ralph-style outer loop).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
-pub struct PatternMark {
-    pub key: String,
-    pub reason: String,
-    pub epoch: u64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct FailureSig {
-    pub key: String,
-    pub tool: String,
-    pub target: String,
-    pub class: crate::outcome::ErrorClass,
-    pub error: String,
-    pub count: u32,
-    pub epoch: u64,
-    pub first_ms: u64,
-    pub last_ms: u64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct StickyBlock {
-    pub detector: String,
-    pub reason: String,
-    pub since_ms: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallStatus {
-    Pending,
-    Ok,
-    Failed,
-    /// Denied by a PreToolUse hook: it never ran.
-    Denied,
-    /// Rejected by Claude Code's input validation before any tool hook fired.
-    Rejected,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Call {
-    pub id: String,
-    pub tool: String,
-    pub key: String,
-    pub target: String,
-    pub at_ms: u64,
-    pub epoch: u64,
-    pub status: CallStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<String>,
-}
-
-/// Everything known about one call identity (tool + canonical input).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Run {
-    pub tool: String,
-    pub target: String,
-    /// Identical calls in a row that learned nothing: same outcome, same epoch.
-    pub count: u32,
-    pub outcome: Option<String>,
-    pub epoch: u64,
-    /// When the current streak of identical calls began.
-    pub streak_ms: u64,
-    /// Whether the latest outcome was a failure.
-    pub failed: bool,
-    /// Calls of this identity in the current epoch, whatever they returned (the gate's ceiling).
-    pub epoch_calls: u32,
-    pub epoch_of_calls: u64,
-    /// Start times of the latest calls, for the sliding call-rate window.
-    pub recent_ms: VecDeque<u64>,
-    /// Blocked by the per-turn gate for the rest of this turn (turn number, reason).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub blocked_turn: Option<u32>,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub blocked_reason: String,
-    /// Every call of this identity in the session (strict mode counts these).
-    pub total: u32,
-    pub first_ms: u64,
-    pub last_ms: u64,
+pub struct TurnSig {
+    pub number: u32,
+    /// Digest of the prompt, its (call, answer) pairs and the state it ended in.
+    pub signature: Digest16,
+    pub ended_ms: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -254,27 +172,21 @@ impl SessionState {
         }
     }
 
-    /// The agent's state, created on first sight; the least recently seen agent is forgotten when
-    /// too many run at once (the main agent is never evicted).
-    pub fn agent_mut(&mut self, agent: &str, now_ms: u64) -> &mut AgentState {
-        if !self.agents.contains_key(agent) {
-            while self.agents.len() >= MAX_AGENTS {
-                let victim = self
-                    .agents
-                    .iter()
-                    .filter(|(k, _)| k.as_str() != MAIN_AGENT)
-                    .min_by_key(|(_, a)| a.last_seen_ms)
-                    .map(|(k, _)| k.clone());
-                match victim {
-                    Some(k) => self.agents.remove(&k),
-                    None => break,
-                };
-            }
+    /// Keeps at most [`MAX_AGENTS`] agents, forgetting the least recently seen subagent first (the
+    /// main agent is never evicted), so any number of subagents each keep being judged.
+    pub fn enforce_agent_cap(&mut self) {
+        while self.agents.len() > MAX_AGENTS {
+            let victim = self
+                .agents
+                .iter()
+                .filter(|(k, _)| k.as_str() != MAIN_AGENT)
+                .min_by_key(|(_, a)| a.last_seen_ms)
+                .map(|(k, _)| k.clone());
+            match victim {
+                Some(k) => self.agents.remove(&k),
+                None => break,
+            };
         }
-        let key = crate::payload::clip(agent, 64);
-        let a = self.agents.entry(key).or_default();
-        a.last_seen_ms = a.last_seen_ms.max(now_ms);
-        a
     }
 
     pub fn note(&mut self, note: DecisionNote) {
@@ -287,6 +199,7 @@ impl SessionState {
     /// Clears loop state (calls, runs, counters, turn signals) but keeps identity and totals.
     pub fn reset_loops(&mut self) {
         self.agents.clear();
+        self.world.new_prompt();
         let turn = std::mem::take(&mut self.turn);
         self.turn = Turn {
             prompt_id: turn.prompt_id,
@@ -298,91 +211,29 @@ impl SessionState {
     }
 }
 
-impl AgentState {
-    pub fn push_call(&mut self, call: Call) {
-        if self.calls.len() >= MAX_CALLS {
-            self.calls.pop_front();
-        }
-        self.calls.push_back(call);
-    }
-
-    /// The call a Post event reports on: by `tool_use_id`, else the latest pending call with the
-    /// same identity (older payloads without ids).
-    pub fn find_call(&mut self, id: &str, key: &str) -> Option<&mut Call> {
-        if !id.is_empty() {
-            return self.calls.iter_mut().rev().find(|c| c.id == id);
-        }
-        self.calls
-            .iter_mut()
-            .rev()
-            .find(|c| c.key == key && c.status == CallStatus::Pending)
-    }
-
-    pub fn run_mut(&mut self, key: &str, tool: &str, target: &str, now_ms: u64) -> &mut Run {
-        if !self.runs.contains_key(key) && self.runs.len() >= MAX_RUNS {
-            if let Some(old) = self
-                .runs
-                .iter()
-                .min_by_key(|(_, r)| r.last_ms)
-                .map(|(k, _)| k.clone())
-            {
-                self.runs.remove(&old);
-            }
-        }
-        let r = self.runs.entry(key.to_string()).or_insert_with(|| Run {
-            tool: tool.to_string(),
-            target: target.to_string(),
-            first_ms: now_ms,
-            ..Default::default()
-        });
-        r.last_ms = r.last_ms.max(now_ms);
-        r
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn call(i: usize) -> Call {
-        Call {
-            id: format!("t{i}"),
-            tool: "Bash".into(),
-            key: format!("k{i}"),
-            target: "x".into(),
-            at_ms: i as u64,
-            epoch: 0,
-            status: CallStatus::Pending,
-            outcome: None,
-        }
-    }
-
     #[test]
-    fn collections_stay_bounded() {
+    fn agents_are_evicted_least_recently_seen_first_never_main() {
         let mut s = SessionState::new("s", 0);
-        for i in 0..10 {
-            s.agent_mut(&format!("sub{i}"), i);
+        for (i, name) in std::iter::once(MAIN_AGENT.to_string())
+            .chain((0..20).map(|i| format!("sub{i}")))
+            .enumerate()
+        {
+            s.agents.entry(name).or_default().last_seen_ms = i as u64;
+            s.enforce_agent_cap();
         }
-        s.agent_mut(MAIN_AGENT, 100);
-        assert!(s.agents.len() <= MAX_AGENTS);
+        assert_eq!(s.agents.len(), MAX_AGENTS);
         assert!(s.agents.contains_key(MAIN_AGENT));
-        let a = s.agent_mut(MAIN_AGENT, 100);
-        for i in 0..1000 {
-            a.push_call(call(i));
-            a.run_mut(&format!("k{i}"), "Bash", "x", i as u64);
-        }
-        assert_eq!(a.calls.len(), MAX_CALLS);
-        assert_eq!(a.runs.len(), MAX_RUNS);
-        assert!(a.runs.contains_key("k999"), "newest identity kept");
-        assert!(!a.runs.contains_key("k0"), "oldest identity forgotten");
-    }
-
-    #[test]
-    fn find_call_by_id_then_by_pending_key() {
-        let mut a = AgentState::default();
-        a.push_call(call(1));
-        assert!(a.find_call("t1", "zz").is_some());
-        assert!(a.find_call("", "k1").is_some());
-        assert!(a.find_call("nope", "k1").is_none());
+        assert!(
+            s.agents.contains_key("sub19"),
+            "the newest subagent is kept"
+        );
+        assert!(
+            !s.agents.contains_key("sub0"),
+            "the least recently seen is forgotten"
+        );
     }
 }

@@ -34,7 +34,6 @@ const TABLE: &[(&str, Rule)] = &[
     ("lock_timeout_ms", Rule::UserOnly),
     ("log.*", Rule::UserOnly),
     ("housekeeping.*", Rule::UserOnly),
-    ("dedup.mode", Rule::Order(&["strict", "outcome"])),
     ("progress.when", Rule::Order(&["always", "unattended"])),
     ("*.enabled", Rule::OnOnly),
     ("*.rust", Rule::OnOnly),
@@ -45,6 +44,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("*.window_seconds", Rule::Higher),
     ("*.window_minutes", Rule::Higher),
     ("*.cooldown_minutes", Rule::Higher),
+    ("*.waiting_gap_seconds", Rule::Higher),
 ];
 
 /// The rule for the setting at `path` whose value is `v`.
@@ -130,23 +130,28 @@ mod tests {
     #[test]
     fn project_files_only_tighten() {
         let ok = [
-            ("dedup.max_identical", "3", "2"),
-            ("dedup.max_identical", "3", "3"),
-            ("dedup.enabled", "false", "true"),
+            ("detectors.repeat.success", "3", "2"),
+            ("detectors.repeat.success", "3", "3"),
+            ("detectors.repeat.enabled", "false", "true"),
             ("mode", "\"observe\"", "\"enforce\""),
-            ("dedup.mode", "\"outcome\"", "\"strict\""),
             ("progress.when", "\"unattended\"", "\"always\""),
             ("detectors.rate.window_seconds", "60", "120"),
-            ("dedup.exempt_tools", "[\"Read\", \"Grep\"]", "[\"Read\"]"),
+            (
+                "detectors.stagnation.ignore_tools",
+                "[\"Read\", \"Grep\"]",
+                "[\"Read\"]",
+            ),
+            ("detectors.repeat.cooldown_minutes", "10", "20"),
             ("detectors.circular.rust", "false", "true"),
         ];
         for (path, cur, want) in ok {
             assert_eq!(check(path, Some(&v(cur)), &v(want)), Ok(()), "{path}");
         }
         let refused = [
-            ("dedup.max_identical", "3", "9"),
-            ("dedup.max_identical", "3", "0"),
-            ("dedup.enabled", "true", "false"),
+            ("detectors.repeat.success", "3", "9"),
+            ("detectors.repeat.success", "3", "0"),
+            ("detectors.repeat.enabled", "true", "false"),
+            ("detectors.repeat.waiting_gap_seconds", "60", "5"),
             ("guard.enabled", "true", "false"),
             ("mode", "\"enforce\"", "\"observe\""),
             ("lock_timeout_ms", "2000", "60000"),
@@ -154,7 +159,11 @@ mod tests {
             ("log.preview", "true", "false"),
             ("housekeeping.max_age_days", "7", "1"),
             ("detectors.rate.window_seconds", "60", "1"),
-            ("dedup.exempt_tools", "[\"Read\"]", "[\"Read\", \"Bash\"]"),
+            (
+                "detectors.stagnation.ignore_tools",
+                "[\"Read\"]",
+                "[\"Read\", \"Bash\"]",
+            ),
             ("progress.when", "\"always\"", "\"unattended\""),
         ];
         for (path, cur, want) in refused {

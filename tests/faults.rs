@@ -667,9 +667,7 @@ fn a_full_disk_fails_open_and_keeps_the_state() {
 fn a_clock_going_backwards_neither_panics_nor_wedges_a_window() {
     const HOUR: u64 = 3_600_000;
     let t0: u64 = 1_800_000_000_000;
-    // The per-turn identity ceiling (20) would deny the rate test's 21st call too; lift it so the
-    // call-rate window alone is judged.
-    let mut env = Env::new().config("[detectors.gate]\nidentity_ceiling = 1000\n");
+    let mut env = Env::new();
     let at = |env: &mut Env, ms: u64| set_var(env, "LOOPGATE_CLOCK_MS", &ms.to_string());
     at(&mut env, t0);
     assert!(env.new_prompt("p1").is_silent_allow());
@@ -684,46 +682,11 @@ fn a_clock_going_backwards_neither_panics_nor_wedges_a_window() {
     }
     env.status();
 
-    // 20 calls in 60 s fill the call-rate window; the 21st is denied.
-    let t1 = t0 + 10 * HOUR;
-    at(&mut env, t1);
-    assert!(env.new_prompt("p2").is_silent_allow());
-    let rate_denials = |env: &Env| {
-        env.events()
-            .iter()
-            .filter(|e| e["detector"] == "call_rate" && e["decision"] == "deny")
-            .count()
-    };
-    let mut n = 0;
-    let mut burst = |env: &mut Env, start: u64, allowed: usize| {
-        for i in 0..allowed {
-            at(env, start + i as u64 * 100);
-            n += 1;
-            let out = env.bash("make check", Ok(&format!("build {n}")));
-            assert!(
-                out.is_silent_allow() || out.context().is_some(),
-                "{}",
-                out.stdout
-            );
-            assert!(!out.denied(), "call {i} after {start}: {}", out.stdout);
-        }
-        at(env, start + allowed as u64 * 100);
-        let logged = rate_denials(env);
-        let out = env.bash("make check", Ok("never runs"));
-        assert!(out.denied(), "the window is full: {}", out.stdout);
-        assert_eq!(
-            rate_denials(env),
-            logged + 1,
-            "denied by the call-rate window"
-        );
-    };
-    burst(&mut env, t1, 20);
-    // The clock jumps five hours back: the window's future entries are dropped, not waited out,
-    // so the next calls are allowed, and the window fills and denies again in the new past.
-    burst(&mut env, t1 - 5 * HOUR, 20);
-    // And forward again: what the past put in the window is hours old.
-    at(&mut env, t1 + 3000);
-    assert!(!env.bash("make check", Ok("later")).denied());
+    // Time moving forward again is not wedged by the jump back: once the cooldown has passed
+    // since the latest answer, one more try is let through.
+    at(&mut env, t0 + 11 * 60_000);
+    let out = env.bash("cargo test", fail);
+    assert!(!out.denied(), "after the cooldown: {}", out.stdout);
 
     // Every other event with the clock far back, to the epoch itself.
     for ms in [t0 - 1000 * HOUR, 1, 0] {
@@ -744,7 +707,7 @@ fn a_clock_going_backwards_neither_panics_nor_wedges_a_window() {
         }
         state_file(&env);
         let st = env.status();
-        assert!(st[0]["totals"]["calls"].as_u64().unwrap() > 40, "{st}");
+        assert!(st[0]["totals"]["calls"].as_u64().unwrap() > 5, "{st}");
     }
 }
 

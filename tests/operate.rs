@@ -34,9 +34,9 @@ fn system_message(out: &Out) -> Option<String> {
 
 #[test]
 fn a_typo_reaches_the_human_once_per_session_with_file_line_and_nearest_key() {
-    let env = Env::new().config("[dedup]\nmax_identicle = 5\n");
+    let env = Env::new().config("[detectors.repeat]\nsucces = 5\n");
     let expected = format!(
-        "{}:2: unknown key `dedup.max_identicle` (did you mean `dedup.max_identical`?); ignored",
+        "{}:2: unknown key `detectors.repeat.succes` (did you mean `detectors.repeat.success`?); ignored",
         user_config(&env).display()
     );
     let first = env.pre("Bash", json!({"command": "ls"}), "a1");
@@ -66,7 +66,7 @@ fn a_typo_reaches_the_human_once_per_session_with_file_line_and_nearest_key() {
 fn a_wrong_type_in_the_project_file_costs_only_that_setting() {
     let env = Env::new()
         .config("mode = \"observe\"\n")
-        .project_config("[failures]\nwarn_after = \"five\"\n[dedup]\nmax_identical = 2\n");
+        .project_config("[failures]\nwarn_after = \"five\"\n[detectors.repeat]\nsuccess = 2\n");
     let out = env.run(&["config", "--json"], b"");
     assert_eq!(out.code, 0, "{}", out.stderr);
     let doc = out.json();
@@ -92,9 +92,9 @@ fn a_wrong_type_in_the_project_file_costs_only_that_setting() {
         "the user file is honoured"
     );
     assert_eq!(setting("mode")["source"]["source"], "user_file");
-    assert_eq!(setting("dedup.max_identical")["value"], 2);
+    assert_eq!(setting("detectors.repeat.success")["value"], 2);
     assert_eq!(
-        setting("dedup.max_identical")["source"]["source"],
+        setting("detectors.repeat.success")["source"]["source"],
         "project_file"
     );
     assert_eq!(setting("failures.warn_after")["value"], 5);
@@ -116,7 +116,7 @@ fn a_wrong_type_in_the_project_file_costs_only_that_setting() {
 #[test]
 fn config_shows_every_source() {
     let env = Env::new()
-        .config("\n[dedup]\nmax_identical = 5\n")
+        .config("\n[detectors.repeat]\nsuccess = 5\n")
         .project_config("[failures]\nwarn_after = 4\n")
         .var("LOOPGATE_LOCK_TIMEOUT_MS", "1500");
     let out = env.run(&["--observe", "config"], b"");
@@ -130,14 +130,15 @@ fn config_shows_every_source() {
     };
     assert!(line("mode = \"observe\"").ends_with("# flag --observe"));
     assert!(line("lock_timeout_ms = 1500").ends_with("# env LOOPGATE_LOCK_TIMEOUT_MS"));
-    assert!(line("max_identical = 5")
-        .ends_with(&format!("# user file {}:3", user_config(&env).display())));
+    assert!(
+        line("success = 5").ends_with(&format!("# user file {}:3", user_config(&env).display()))
+    );
     assert!(line("warn_after = 4").ends_with(&format!(
         "# project file {}:2",
         project_config(&env).display()
     )));
     assert!(line("max_blocks = 2").ends_with("# default"));
-    assert!(out.stdout.contains("\n[detectors.gate]\n"));
+    assert!(out.stdout.contains("\n[detectors.repeat]\n"));
     // What it prints is a config file loopgate itself reads back without a problem.
     let copy = home(&env).join("copy.toml");
     std::fs::write(&copy, &out.stdout).unwrap();
@@ -268,7 +269,7 @@ fn a_fifo_dev_zero_or_huge_config_costs_one_line_not_the_hook() {
 fn a_project_config_symlinked_out_of_the_project_is_refused() {
     let env = Env::new().config("");
     let outside = home(&env).join("elsewhere.toml");
-    std::fs::write(&outside, "[dedup]\nmax_identical = 2\n").unwrap();
+    std::fs::write(&outside, "[detectors.repeat]\nsuccess = 2\n").unwrap();
     std::fs::create_dir_all(env.project.join(".claude")).unwrap();
     std::os::unix::fs::symlink(&outside, project_config(&env)).unwrap();
     let out = env.run(&["config"], b"");
@@ -277,7 +278,7 @@ fn a_project_config_symlinked_out_of_the_project_is_refused() {
         "{}",
         out.stderr
     );
-    assert!(out.stdout.contains("max_identical = 3"));
+    assert!(out.stdout.contains("\nsuccess = 3 "), "{}", out.stdout);
 }
 
 /// A settings file with loopgate wired by `loopgate setup`, for `doctor`.
@@ -367,12 +368,12 @@ fn doctor_passes_a_good_install_and_names_the_fix_for_each_break() {
     std::fs::copy(BIN, &bin).unwrap();
 
     // A broken config.
-    write(&user_config(&env), "[dedup]\nmax_identicle = 5\n");
+    write(&user_config(&env), "[detectors.repeat]\nsucces = 5\n");
     let broken = doctor(&env, &bin_dir);
     assert_eq!(broken.code, 1);
     let line = failed_line(&broken, "config");
     assert!(
-        line.contains("did you mean `dedup.max_identical`") && line.contains("fix: edit"),
+        line.contains("did you mean `detectors.repeat.success`") && line.contains("fix: edit"),
         "{line}"
     );
     std::fs::remove_file(user_config(&env)).unwrap();
@@ -417,24 +418,29 @@ fn explain_a_denial_and_an_allowed_call() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let text = &out.stdout;
     assert!(text.starts_with("deny (enforced) at "), "{text}");
-    assert!(text.contains("  detector: identical_failure"), "{text}");
+    assert!(text.contains("  detector: repeat"), "{text}");
     assert!(text.contains("  evidence: {"), "{text}");
-    assert!(text.contains("  thresholds when it fired: enabled = true, transient_retries = 3, deterministic_retries = 1"), "{text}");
     assert!(
-        text.contains("to change it, set these under [detectors.identical_failure]"),
+        text.contains(
+            "  thresholds when it fired: enabled = true, transient = 3, deterministic = 1"
+        ),
         "{text}"
     );
     assert!(
-        text.contains("    deterministic_retries = 1    # default"),
+        text.contains("to change it, set these under [detectors.repeat]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    deterministic = 1    # default"),
         "{text}"
     );
     assert!(text.contains("loopgate reset --session sess-1"), "{text}");
 
     let json = env.run(&["explain", "--json", "frobnicate"], b"").json();
     assert_eq!(json["found"], true);
-    assert_eq!(json["decision"]["detector"], "identical_failure");
-    assert_eq!(json["decision"]["thresholds"]["deterministic_retries"], 1);
-    assert_eq!(json["config_table"], "detectors.identical_failure");
+    assert_eq!(json["decision"]["detector"], "repeat");
+    assert_eq!(json["decision"]["thresholds"]["deterministic"], 1);
+    assert_eq!(json["config_table"], "detectors.repeat");
 
     env.bash("cargo build", Ok("Finished"));
     let allowed = env.run(&["explain", "cargo build"], b"");
@@ -442,7 +448,7 @@ fn explain_a_denial_and_an_allowed_call() {
     let text = &allowed.stdout;
     assert!(text.starts_with("nothing fired on a call matching \"cargo build\": every detector that looked let it pass"), "{text}");
     assert!(
-        text.contains("  on  [dedup]") && text.contains("max_identical = 3"),
+        text.contains("  on  [detectors.repeat]") && text.contains("success = 3"),
         "{text}"
     );
     assert!(text.contains("(stagnation)"), "{text}");

@@ -147,3 +147,28 @@ fn the_words_of_a_line_are_split_like_sh() {
         ["loopgate", "explain", "npm test", "--json"]
     );
 }
+
+#[test]
+fn the_readme_config_is_valid_and_complete() {
+    let start = README.find("```toml\n").expect("a toml block") + 8;
+    let text = &README[start..start + README[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, text).unwrap();
+    let loaded = loopgate::config::load(&loopgate::config::Sources {
+        flag_file: Some(&file),
+        provenance: true,
+        ..Default::default()
+    });
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    let shown: toml::Table = text.parse().unwrap();
+    for (key, _) in loopgate::config_sources::leaves(&loopgate::config_sources::schema()) {
+        if key.ends_with("_tools") {
+            continue;
+        }
+        assert!(
+            loopgate::config_sources::get(&shown, &key).is_some(),
+            "the README's config lacks {key}"
+        );
+    }
+}

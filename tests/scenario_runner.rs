@@ -9,12 +9,16 @@
 //!   `detector` names who must have decided a deny or warn. `times` repeats the step.
 //!   `input` strings may contain `{n}`, replaced by the repetition number. Each call is its own
 //!   model turn, closed by a PostToolBatch as Claude Code does (`batch_expect`, `batch_detector`).
-//! - `{"edit": FILE}`: a successful Edit that changes FILE in the project.
+//! - `{"edit": FILE}`: a successful Edit that changes FILE in the project to new content;
+//!   `{"edit": FILE, "old": OLD, "content": NEW}` replaces OLD with NEW (the file then holds NEW).
+//! - `{"parallel": [CALL, ...], "batch_expect": E}`: one model turn of parallel calls (each CALL
+//!   like a call step, or `"cancelled": true` for a sibling Claude Code cancelled).
 //! - `{"write": FILE, "content": TEXT, "post": P}`: a Write of FILE in the project, on disk too.
+//! - `{"rm": FILE}`: `rm FILE` through Bash, deleting it, with the bashEditDiff naming it.
 //! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
 //! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
 //! - `{"batch": true, "expect": E}`: the turn's PostToolBatch (`block` ends an unattended run).
-//! - `{"prompt": ID}`: a new user prompt. `{"stop": true, "expect": "block" | "allow"}`: a Stop.
+//! - `{"prompt": ID, "text": T, "expect": "block" | "allow"}`: a new user prompt. `{"stop": true, "expect": "block" | "allow"}`: a Stop.
 //!
 //! Top level: `name`, `why`, optional `config` (TOML for the user config file), `git` (make the
 //! project a repository), `env` (extra environment).
@@ -56,14 +60,69 @@ impl Run {
             return Ok(());
         }
         if let Some(id) = step["prompt"].as_str() {
-            self.env.new_prompt(id);
-            return Ok(());
-        }
-        if let Some(file) = step["edit"].as_str() {
             let out = self
                 .env
-                .edit(file, &format!("content {} {n}\n", self.clock));
-            return check(&out, "allow", None, &self.env, at);
+                .prompt_with(id, step["text"].as_str().unwrap_or("do the task"));
+            return match (
+                step["expect"].as_str().unwrap_or("any"),
+                prompt_blocked(&out),
+            ) {
+                ("block", true) | ("allow", false) | ("any", _) => Ok(()),
+                (want, _) => Err(format!(
+                    "{at}: prompt expected {want}, got {:?}",
+                    out.stdout
+                )),
+            };
+        }
+        if let Some(file) = step["edit"].as_str() {
+            let out = match step["content"].as_str() {
+                Some(c) => self
+                    .env
+                    .edit_from(file, step["old"].as_str().unwrap_or("a"), c),
+                None => self
+                    .env
+                    .edit(file, &format!("content {} {n}\n", self.clock)),
+            };
+            return check(
+                &out,
+                step["expect"].as_str().unwrap_or("allow"),
+                step["detector"].as_str(),
+                &self.env,
+                at,
+            );
+        }
+        if let Some(file) = step["rm"].as_str() {
+            // `rm FILE` through Bash: the file goes, and Claude Code's bashEditDiff names it.
+            let path = self.env.project.join(file);
+            let input =
+                json!({"command": format!("rm {}", path.display()), "description": "remove"});
+            let id = self.env.id();
+            let pre = self.env.pre("Bash", input.clone(), &id);
+            check(
+                &pre,
+                step["expect"].as_str().unwrap_or("allow"),
+                step["detector"].as_str(),
+                &self.env,
+                &format!("{at} (pre)"),
+            )?;
+            if pre.denied() {
+                self.env
+                    .batch_of("Bash", &input, &id, &denial_text("Bash", &pre));
+                return Ok(());
+            }
+            let _ = std::fs::remove_file(&path);
+            let diff = json!({"files": [{"filePath": path, "hunks": []}], "moreFiles": 0, "changedFiles": [path]});
+            self.env.post(
+                "Bash",
+                input.clone(),
+                &id,
+                json!({"stdout": "", "stderr": "", "interrupted": false, "bashEditDiff": diff}),
+            );
+            self.env.batch_of("Bash", &input, &id, "");
+            return Ok(());
+        }
+        if let Some(calls) = step["parallel"].as_array() {
+            return self.parallel(calls, step, n, at);
         }
         if let Some(file) = step["write"].as_str() {
             let path = self.env.project.join(file);
@@ -71,7 +130,18 @@ impl Run {
             let input = json!({"file_path": path, "content": content});
             let id = self.env.id();
             let pre = self.env.pre("Write", input.clone(), &id);
-            check(&pre, "allow", None, &self.env, &format!("{at} (pre)"))?;
+            check(
+                &pre,
+                step["expect"].as_str().unwrap_or("allow"),
+                step["detector"].as_str(),
+                &self.env,
+                &format!("{at} (pre)"),
+            )?;
+            if pre.denied() {
+                self.env
+                    .batch_of("Write", &input, &id, &denial_text("Write", &pre));
+                return Ok(());
+            }
             std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| e.to_string())?;
             std::fs::write(&path, content).map_err(|e| e.to_string())?;
             let post = self.env.post(
@@ -180,6 +250,66 @@ impl Run {
         check(
             &batch,
             batch_want,
+            step["batch_detector"].as_str(),
+            &self.env,
+            &format!("{at} (batch)"),
+        )
+    }
+}
+
+fn prompt_blocked(out: &crate::common::Out) -> bool {
+    out.stdout.contains("\"decision\":\"block\"")
+}
+
+impl Run {
+    /// One model turn of parallel calls, as Claude Code runs them: every PreToolUse, then a Post
+    /// for each call that ran, then one PostToolBatch listing them all. A call marked
+    /// `"cancelled": true` is a sibling Claude Code cancelled after another failed: no hook event
+    /// of its own, only its line in the batch.
+    fn parallel(&mut self, calls: &[Value], step: &Value, n: u64, at: &str) -> Result<(), String> {
+        let mut ids = Vec::new();
+        for (i, c) in calls.iter().enumerate() {
+            let id = self.env.id();
+            let tool = c["call"].as_str().unwrap_or("Bash");
+            let input = substitute(&c["input"], n);
+            let pre = self.env.pre(tool, input.clone(), &id);
+            check(
+                &pre,
+                c["expect"].as_str().unwrap_or("allow"),
+                c["detector"].as_str(),
+                &self.env,
+                &format!("{at} call {} (pre)", i + 1),
+            )?;
+            ids.push((id, tool, input, pre.denied()));
+        }
+        let mut lines = Vec::new();
+        for ((id, tool, input, denied), c) in ids.into_iter().zip(calls) {
+            let text = if denied {
+                "PreToolUse:Bash hook error: denied".to_string()
+            } else if c["cancelled"].as_bool() == Some(true) {
+                "<tool_use_error>Sibling tool call errored</tool_use_error>".to_string()
+            } else if let Some(err) = c["error"].as_str() {
+                self.env.fail(tool, input.clone(), &id, err);
+                err.to_string()
+            } else {
+                let out = c["ok"].as_str().unwrap_or("");
+                self.env.post(
+                    tool,
+                    input.clone(),
+                    &id,
+                    json!({"stdout": out, "stderr": "", "interrupted": false}),
+                );
+                out.to_string()
+            };
+            lines.push(json!({"tool_name": tool, "tool_input": input, "tool_use_id": id, "tool_response": text}));
+        }
+        let p = self
+            .env
+            .base("PostToolBatch", json!({ "tool_calls": lines }));
+        let out = self.env.hook("post-tool-batch", &p);
+        check(
+            &out,
+            step["batch_expect"].as_str().unwrap_or("any"),
             step["batch_detector"].as_str(),
             &self.env,
             &format!("{at} (batch)"),

@@ -143,7 +143,7 @@ fn observe_mode_never_blocks_but_logs() {
     failing_edit_turn(&mut env);
     assert!(env.stop(false).is_silent_allow());
     let e = env.events();
-    assert!(e.iter().any(|e| e["detector"] == "progress_gate"
+    assert!(e.iter().any(|e| e["detector"] == "progress"
         && e["decision"] == "block"
         && e["enforced"] == false));
 }

@@ -297,7 +297,7 @@ fn watching(loaded: &Loaded) -> Vec<(String, Vec<String>, bool, Vec<Setting>)> {
 }
 
 fn known_detectors() -> Vec<String> {
-    config_sources::detector_names().map(String::from).collect()
+    config_sources::detector_names().collect()
 }
 
 fn user_file() -> String {

@@ -11,15 +11,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Detectors whose signal is the same arguments again, and those whose signal is the same answer.
-const INPUT_SIGNALS: &[&str] = &[
-    "dedup",
-    "identical_failure",
-    "call_rate",
-    "pattern_repetition",
-    "state_cycle",
-    "modification_loop",
-];
-const OUTPUT_SIGNALS: &[&str] = &["stagnation", "poll_budget", "analysis_paralysis"];
+const INPUT_SIGNALS: &[&str] = &["repeat", "cycle", "modification"];
+const OUTPUT_SIGNALS: &[&str] = &["stagnation"];
 
 pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: bool) -> Result<()> {
     let cutoff = match since {
@@ -84,8 +77,8 @@ fn count_by(events: &[Value], key: &str) -> Map<String, Value> {
 fn side(e: &Value) -> Option<bool> {
     let d = e["detector"].as_str().unwrap_or("");
     match (d, e["evidence"]["signal"].as_str().unwrap_or("")) {
-        ("turn_gate", "BLOCK_IDENTITY") => Some(true),
-        ("turn_gate", "BLOCK_OUTPUT") => Some(false),
+        // A poll that waited and kept getting the same answer is a tool answering the same.
+        ("repeat", _) if e["evidence"]["waiting"] == true => Some(false),
         _ if INPUT_SIGNALS.contains(&d) => Some(true),
         _ if OUTPUT_SIGNALS.contains(&d) => Some(false),
         _ => None,
@@ -237,18 +230,12 @@ mod tests {
     #[test]
     fn sessions_are_judged_on_inputs_or_outputs() {
         let e = |d: &str, signal: &str| json!({"session": "s", "detector": d, "decision": "deny", "severity": "low", "tool": "Bash", "evidence": {"signal": signal}});
-        let ins = [
-            e("dedup", ""),
-            e("identical_failure", ""),
-            e("stagnation", "stuck"),
-        ];
+        let ins = [e("repeat", ""), e("cycle", ""), e("stagnation", "")];
         let refs: Vec<&Value> = ins.iter().collect();
         assert!(verdict_sentence(&refs).starts_with("looping on inputs"));
-        let outs = [
-            e("turn_gate", "BLOCK_OUTPUT"),
-            e("poll_budget", ""),
-            e("dedup", ""),
-        ];
+        let mut waiting = e("repeat", "");
+        waiting["evidence"]["waiting"] = json!(true);
+        let outs = [waiting, e("stagnation", ""), e("repeat", "")];
         let refs: Vec<&Value> = outs.iter().collect();
         assert!(
             verdict_sentence(&refs).starts_with("looping on outputs"),
@@ -257,7 +244,7 @@ mod tests {
         );
         assert!(verdict_sentence(&[]).starts_with("no loop signals"));
         let r = build(&ins, &[]);
-        assert_eq!(r["by_detector"]["dedup"], 1);
+        assert_eq!(r["by_detector"]["repeat"], 1);
         assert_eq!(r["by_decision"]["deny"], 3);
     }
 }

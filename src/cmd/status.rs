@@ -56,24 +56,44 @@ pub fn run(
     Ok(())
 }
 
+/// The calls of an agent now repeating the same answer with nothing new between, longest first.
+fn repeats(s: &SessionState, a: &crate::state::AgentState) -> Vec<(String, u32, bool)> {
+    let mut keys = Vec::new();
+    let mut out = Vec::new();
+    for e in a.ledger.answers() {
+        if keys.contains(&e.key) {
+            continue;
+        }
+        keys.push(e.key);
+        if let Some(c) = crate::detectors::repeat::chain(&a.ledger, &e.key, s.world.epoch) {
+            if c.answers >= 2 {
+                out.push((
+                    crate::detectors::describe(&e.tool, &e.target),
+                    c.answers,
+                    e.status.failed(),
+                ));
+            }
+        }
+    }
+    out.sort_by_key(|r| std::cmp::Reverse(r.1));
+    out
+}
+
 pub fn summary(stem: &str, s: &SessionState) -> Value {
     let agents: serde_json::Map<String, Value> = s
         .agents
         .iter()
         .map(|(name, a)| {
-            let mut top: Vec<_> = a.runs.values().filter(|r| r.count >= 2).collect();
-            top.sort_by_key(|r| std::cmp::Reverse(r.count));
-            let repeats: Vec<Value> = top
-                .iter()
+            let repeats: Vec<Value> = repeats(s, a)
+                .into_iter()
                 .take(5)
-                .map(|r| json!({"tool": r.tool, "target": r.target, "identical_in_a_row": r.count, "total": r.total}))
+                .map(|(call, n, failed)| json!({"call": call, "same_answer_in_a_row": n, "failing": failed}))
                 .collect();
             (
                 name.clone(),
                 json!({
-                    "calls_recorded": a.calls.len(),
-                    "consecutive_failures": a.consecutive_failures,
-                    "epoch": a.epoch,
+                    "ledger_entries": a.ledger.entries.len(),
+                    "in_flight": a.ledger.pending.len(),
                     "repeats": repeats,
                 }),
             )
@@ -87,6 +107,7 @@ pub fn summary(stem: &str, s: &SessionState) -> Value {
         "turn": s.turn,
         "totals": s.totals,
         "breaker": s.breaker,
+        "world": {"files_tracked": s.world.files.len(), "new_states": s.world.novel_states, "epoch": s.world.epoch},
         "agents": agents,
         "recent": s.recent,
     });
@@ -146,15 +167,21 @@ fn print_session(s: &SessionState) {
             t.reason
         );
     }
+    println!(
+        "  work: {} files tracked, {} new states so far",
+        s.world.files.len(),
+        s.world.novel_states
+    );
     for (name, a) in &s.agents {
-        let worst = a.runs.values().max_by_key(|r| r.count);
-        let repeat = worst
-            .filter(|r| r.count >= 2)
-            .map(|r| format!(", longest repeat {}× {} {}", r.count, r.tool, r.target))
+        let repeat = repeats(s, a)
+            .first()
+            .map(|(call, n, _)| {
+                format!(", longest repeat: {call} gave the same answer {n}× in a row")
+            })
             .unwrap_or_default();
         println!(
-            "  agent {name}: {} consecutive failures{repeat}",
-            a.consecutive_failures
+            "  agent {name}: {} calls in the ledger{repeat}",
+            a.ledger.entries.len()
         );
     }
     for n in &s.recent {

@@ -9,7 +9,7 @@ use crate::config::BreakerCfg;
 use crate::state::{Breaker, BreakerState, Transition};
 use crate::verdict::{Action, Severity, Verdict};
 
-pub const NAME: &str = "circuit_breaker";
+pub const NAME: &str = "breaker";
 const MAX_HISTORY: usize = 20;
 
 fn name(s: BreakerState) -> &'static str {

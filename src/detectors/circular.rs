@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-pub const NAME: &str = "circular_dependency";
+pub const NAME: &str = "circular";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lang {

@@ -1,46 +1,60 @@
-//! Layer 2: consecutive failures. Any success resets the count; the warning repeats only every
-//! further `warn_after` failures so the model is not nagged on each one.
+//! Layer 2 of seed 003: consecutive failures, read from the ledger. Cancellations and refusals are
+//! not failures, and parallel calls that failed together are one failure (the model made one
+//! decision). The warning repeats only every further `warn_after` failures.
 
-use crate::clock::time_of_day;
-use crate::config::Failures;
-use crate::state::AgentState;
+use super::View;
+use crate::ledger::{Entry, Status};
 use crate::verdict::{Action, Severity, Verdict};
 
-pub const NAME: &str = "consecutive_failures";
+pub const NAME: &str = "failures";
 
 /// Failed calls named in the warning.
 const NAMED: usize = 5;
 
-pub fn on_success(agent: &mut AgentState) {
-    agent.consecutive_failures = 0;
-    agent.failed_calls.clear();
+/// Trailing failed decisions: failures that overlapped in time in one batch count once.
+fn streak<'a>(entries: impl Iterator<Item = &'a Entry>) -> (u32, Vec<&'a Entry>) {
+    let mut n = 0;
+    let mut named = Vec::new();
+    let mut newer: Option<&Entry> = None;
+    for e in entries {
+        match e.status {
+            Status::Ok => break,
+            Status::Cancelled | Status::Refused | Status::Denied => continue,
+            Status::Failed | Status::Rejected => {}
+        }
+        let parallel = newer.is_some_and(|x| x.batch == e.batch && x.start_ms <= e.end_ms);
+        if !parallel {
+            n += 1;
+            if named.len() < NAMED {
+                named.push(e);
+            }
+        }
+        newer = Some(e);
+    }
+    (n, named)
 }
 
-pub fn on_failure(
-    agent: &mut AgentState,
-    call: String,
-    now_ms: u64,
-    cfg: &Failures,
-) -> Option<Verdict> {
-    if agent.consecutive_failures == 0 {
-        agent.failure_streak_since_ms = now_ms;
-    }
-    agent.consecutive_failures += 1;
-    if agent.failed_calls.len() >= NAMED {
-        agent.failed_calls.pop_front();
-    }
-    agent.failed_calls.push_back(call);
-    let n = agent.consecutive_failures;
-    let every = cfg.warn_after.max(1);
-    if !cfg.enabled || n < every || !n.is_multiple_of(every) {
+pub fn on_answer(v: &View, e: &Entry) -> Option<Verdict> {
+    let cfg = &v.config.failures;
+    if !cfg.enabled || !e.status.failed() {
         return None;
     }
-    let names: Vec<&str> = agent.failed_calls.iter().map(String::as_str).collect();
+    let (n, named) = streak(v.ledger.entries.iter().rev());
+    let (before, _) = streak(v.ledger.entries.iter().rev().skip(1));
+    let every = cfg.warn_after.max(1);
+    // Fire when the count reaches a multiple, not again for a parallel sibling of the same step.
+    if n == before || n < every || !n.is_multiple_of(every) {
+        return None;
+    }
+    let names: Vec<String> = named
+        .iter()
+        .rev()
+        .map(|x| super::describe(&x.tool, &x.target))
+        .collect();
     let reason = format!(
-        "loopgate: {n} tool calls in a row have failed since {} (latest: {}). \
+        "loopgate: {n} tool calls in a row have failed (latest: {}). \
          Stop and reconsider before the next call: read the last error closely, check your assumptions \
          (paths, names, versions, whether the command exists), and change approach instead of retrying.",
-        time_of_day(agent.failure_streak_since_ms),
         names.join("; "),
     );
     Some(
@@ -48,24 +62,4 @@ pub fn on_failure(
             .with("consecutive_failures", n)
             .with("warn_after", every),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn warns_at_five_then_every_five() {
-        let cfg = Failures::default();
-        let mut a = AgentState::default();
-        let fired: Vec<u32> = (1..=15)
-            .filter_map(|i| on_failure(&mut a, format!("Bash `c{i}`"), 0, &cfg).map(|_| i))
-            .collect();
-        assert_eq!(fired, vec![5, 10, 15]);
-        on_success(&mut a);
-        assert!((1..=4).all(|i| on_failure(&mut a, format!("c{i}"), 0, &cfg).is_none()));
-        let v = on_failure(&mut a, "Bash `last`".into(), 0, &cfg).unwrap();
-        assert!(v.reason.contains("5 tool calls in a row have failed"));
-        assert!(v.reason.contains("Bash `last`"));
-    }
 }

@@ -6,7 +6,7 @@ use crate::config::Guard;
 use crate::verdict::{Action, Severity, Verdict};
 use serde_json::Value;
 
-pub const NAME: &str = "tamper_guard";
+pub const NAME: &str = "guard";
 
 /// Shell fragments that would change what loopgate does.
 const SHELL_MARKERS: &[&str] = &[

@@ -1,45 +1,60 @@
-//! Detectors read the session state and return verdicts; none of them renders hook JSON.
+//! Detectors are pure functions of the observation ledger, the world state and the call or answer
+//! in front of them; none of them keeps a counter of its own or renders hook JSON. The registry
+//! below is the whole list: the engine runs every entry, and the policy (the strongest verdict)
+//! picks the answer. Adding a detector is one file and one line here.
 
 pub mod breaker;
 pub mod circular;
-pub mod dedup;
+pub mod cycle;
 pub mod failures;
-pub mod gate;
 pub mod guard;
-pub mod identical_failure;
-pub mod matrix;
 pub mod modification;
-pub mod paralysis;
-pub mod patterns;
-pub mod poll;
 pub mod progress;
-pub mod rate;
+pub mod repeat;
+pub mod stagnation;
 
+use crate::canon::Digest16;
+use crate::config::Config;
+use crate::ledger::{Entry, Ledger, ToolClass, World};
+use crate::verdict::Verdict;
 use serde_json::Value;
 
-/// Tools whose success means a file changed.
-pub fn is_edit_tool(tool: &str) -> bool {
-    matches!(tool, "Edit" | "MultiEdit" | "Write" | "NotebookEdit")
+/// What a detector sees: one agent's ledger and the session's world state.
+pub struct View<'a> {
+    pub ledger: &'a Ledger,
+    pub world: &'a World,
+    pub now_ms: u64,
+    pub config: &'a Config,
 }
 
-/// Did this successful call change files? Edits do; Bash does when Claude Code reports a
-/// `bashEditDiff` with changed files.
-pub fn changed_files(tool: &str, response: Option<&Value>) -> bool {
-    if is_edit_tool(tool) {
-        return true;
-    }
-    tool == "Bash"
-        && response
-            .and_then(|r| r.get("bashEditDiff"))
-            .is_some_and(|d| {
-                d.get("changedFiles")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| !a.is_empty())
-                    || d.get("files")
-                        .and_then(Value::as_array)
-                        .is_some_and(|a| !a.is_empty())
-            })
+/// A call about to run (PreToolUse).
+pub struct Call<'a> {
+    pub tool: &'a str,
+    pub input: &'a Value,
+    pub key: Digest16,
+    pub class: ToolClass,
+    /// Real waiting came before it (a sleep in it or just before it, or minutes of quiet).
+    pub waited: bool,
 }
+
+/// Judges a call before it runs.
+pub type BeforeCall = fn(&View, &Call) -> Option<Verdict>;
+/// Judges an answer just added to the ledger (the last entry).
+pub type AfterAnswer = fn(&View, &Entry) -> Option<Verdict>;
+
+/// Every detector that can refuse a call, by name.
+pub const BEFORE_CALL: &[(&str, BeforeCall)] = &[
+    (repeat::NAME, repeat::check),
+    (stagnation::NAME, stagnation::check),
+];
+
+/// Every detector that reads answers, by name.
+pub const AFTER_ANSWER: &[(&str, AfterAnswer)] = &[
+    (repeat::NAME, repeat::on_answer),
+    (stagnation::NAME, stagnation::on_answer),
+    (cycle::NAME, cycle::on_answer),
+    (failures::NAME, failures::on_answer),
+];
 
 /// `Bash \`npm test\`` or `Edit src/a.rs`: how messages name a call.
 pub fn describe(tool: &str, target: &str) -> String {
@@ -49,20 +64,5 @@ pub fn describe(tool: &str, target: &str) -> String {
         format!("Bash `{target}`")
     } else {
         format!("{tool} {target}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn bash_changes_files_only_with_a_diff() {
-        let diff = json!({"stdout": "", "bashEditDiff": {"files": [{"filePath": "/p/x"}], "changedFiles": ["/p/x"]}});
-        assert!(changed_files("Bash", Some(&diff)));
-        assert!(!changed_files("Bash", Some(&json!({"stdout": "hi"}))));
-        assert!(changed_files("Write", None));
-        assert!(!changed_files("Read", None));
     }
 }

@@ -8,7 +8,7 @@ use crate::verdict::{Action, Severity, Verdict};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-pub const NAME: &str = "modification_loop";
+pub const NAME: &str = "modification";
 const MAX_EDITS: usize = 32;
 const MAX_LINES: usize = 24;
 

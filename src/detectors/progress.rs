@@ -7,7 +7,7 @@ use crate::config::{Progress, When};
 use crate::state::Turn;
 use crate::verdict::{Action, Severity, Verdict};
 
-pub const NAME: &str = "progress_gate";
+pub const NAME: &str = "progress";
 
 /// What the gate concluded, also used by the circuit breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

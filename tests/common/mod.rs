@@ -120,8 +120,13 @@ impl Env {
     }
 
     pub fn new_prompt(&mut self, id: &str) -> Out {
+        self.prompt_with(id, "do the task")
+    }
+
+    /// A new user prompt with its text (outer loops send the same text turn after turn).
+    pub fn prompt_with(&mut self, id: &str, text: &str) -> Out {
         self.prompt = id.into();
-        let p = self.base("UserPromptSubmit", json!({"prompt": "do the task"}));
+        let p = self.base("UserPromptSubmit", json!({ "prompt": text }));
         self.hook("user-prompt-submit", &p)
     }
 
@@ -242,8 +247,13 @@ impl Env {
 
     /// A successful Edit of a file in the project (written to disk, as the real tool does).
     pub fn edit(&self, file: &str, content: &str) -> Out {
+        self.edit_from(file, "a", content)
+    }
+
+    /// A successful Edit replacing `old` with `new`; the file on disk holds `new` afterwards.
+    pub fn edit_from(&self, file: &str, old: &str, content: &str) -> Out {
         let path = self.project.join(file);
-        let input = json!({"file_path": path, "old_string": "a", "new_string": content, "replace_all": false});
+        let input = json!({"file_path": path, "old_string": old, "new_string": content, "replace_all": false});
         let id = self.id();
         let pre = self.pre("Edit", input.clone(), &id);
         if pre.denied() {
@@ -255,7 +265,7 @@ impl Env {
             "Edit",
             input,
             &id,
-            json!({"filePath": path, "oldString": "a", "newString": content}),
+            json!({"filePath": path, "oldString": old, "newString": content}),
         )
     }
 

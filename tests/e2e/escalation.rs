@@ -1,6 +1,6 @@
-//! Issue 3: the last rungs, end to end. Stage 3 of the ladder in an unattended run (the looping
-//! call denied, then the run ended by the turn's PostToolBatch), and the circuit breaker opened by
-//! three looping turns of one session, denying the next turn's first call.
+//! Issue 3 and 9: the last rungs, end to end. Stage 3 of the ladder in an unattended run (two
+//! looping calls denied, then the run ended by the turn's PostToolBatch), and the circuit breaker
+//! opened by three looping turns of one session, refusing the next prompt.
 
 use super::expect::*;
 use super::fake_api::{bash, Script, Turn};
@@ -8,15 +8,18 @@ use super::harness::{Install, Scenario};
 use super::run::Run;
 use serde_json::Value;
 
-/// A command that fails the same way every time and changes nothing.
+/// Commands that fail the same way every time and change nothing.
 const FAILING: &str = "cat config/settings.yml";
 const NO_SUCH_FILE: &str = "Exit code 1\ncat: config/settings.yml: No such file or directory";
+const FAILING_TOO: &str = "cat config/settings.yaml";
+const NO_SUCH_FILE_TOO: &str = "Exit code 1\ncat: config/settings.yaml: No such file or directory";
 
-/// What `identical_failure` tells the model once a deterministic error has been seen twice.
-const LOOP_DETECTED: &str = "LOOP_DETECTED (loopgate): Bash `cat config/settings.yml` has failed 2 times with the same deterministic error";
+/// What the repeat rule tells the model once a deterministic error has been seen twice.
+const LOOP_DETECTED: &str = "LOOP_DETECTED (loopgate): Bash `cat config/settings.yml` has failed 2 times with the same answer (deterministic error";
+const LOOP_DETECTED_TOO: &str = "LOOP_DETECTED (loopgate): Bash `cat config/settings.yaml` has failed 2 times with the same answer (deterministic error";
 
 const ESCALATED: &str =
-    "loopgate: 3 interventions in this turn have not broken the loop, so it goes to the user now.";
+    "loopgate: 3 interventions in this turn, on 2 different calls, have not broken the loop, so it goes to the user now.";
 
 const BREAKER_OPEN: &str = "loopgate: the circuit breaker is OPEN";
 
@@ -52,7 +55,17 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
     };
     s.install(Install::Script);
     let prompt = "Read the settings file.";
-    let mut turns = vec![Turn::call(bash(FAILING)); 8];
+    // Two loops in one turn: stage 3 acts beyond one call, so it needs two repeated calls.
+    let (a, b) = (Turn::call(bash(FAILING)), Turn::call(bash(FAILING_TOO)));
+    let mut turns = vec![
+        a.clone(),
+        a.clone(),
+        a.clone(),
+        b.clone(),
+        b.clone(),
+        b.clone(),
+    ];
+    turns.extend([a.clone(), b.clone(), a, b]);
     turns.push(Turn::text("I could not read the config."));
     let run = s.run(
         prompt,
@@ -60,51 +73,53 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
     );
     assert_clean_exit(&run);
 
-    // Calls 1–2 ran and failed; 3–5 were denied (the three interventions); the 6th escalated.
-    for t in 0..2 {
+    // Calls 1–2 and 4–5 ran and failed; 3, 6 and 7 were denied (the three interventions, on two
+    // different calls); the 8th escalated.
+    for (t, text) in [
+        (0, NO_SUCH_FILE),
+        (1, NO_SUCH_FILE),
+        (3, NO_SUCH_FILE_TOO),
+        (4, NO_SUCH_FILE_TOO),
+    ] {
         let r = run.tool_result(&format!("toolu_e2e_{t}_0"));
-        assert!(
-            r.is_error && r.content == NO_SUCH_FILE,
-            "call {}: {r:?}",
-            t + 1
-        );
+        assert!(r.is_error && r.content == text, "call {}: {r:?}", t + 1);
     }
-    for t in 2..5 {
+    for (t, want) in [
+        (2, LOOP_DETECTED),
+        (5, LOOP_DETECTED_TOO),
+        (6, LOOP_DETECTED),
+    ] {
         let reason = assert_denied(&run, &run.tool_result(&format!("toolu_e2e_{t}_0")), "Bash");
-        assert!(
-            reason.starts_with(LOOP_DETECTED),
-            "call {}: {reason}",
-            t + 1
-        );
+        assert!(reason.starts_with(want), "call {}: {reason}", t + 1);
     }
-    let sixth = run.tool_result("toolu_e2e_5_0");
-    let escalated = assert_denied(&run, &sixth, "Bash");
+    let eighth = run.tool_result("toolu_e2e_7_0");
+    let escalated = assert_denied(&run, &eighth, "Bash");
     assert!(escalated.starts_with(ESCALATED), "{escalated}");
     assert!(
-        escalated.contains(LOOP_DETECTED.trim_start_matches("LOOP_DETECTED (loopgate): ")),
+        escalated.contains(LOOP_DETECTED_TOO.trim_start_matches("LOOP_DETECTED (loopgate): ")),
         "the escalation quotes the latest intervention: {escalated}"
     );
 
-    // The model was sent the three denials, and nothing after the 6th call: the run ended in
+    // The model was sent the three denials, and nothing after the 8th call: the run ended in
     // that turn's PostToolBatch, before another request.
     assert!(
         run.requests
             .iter()
-            .all(|r| r.conversation.as_deref() == Some("main") && r.turn <= 5),
-        "no request after the 6th call\n{}",
+            .all(|r| r.conversation.as_deref() == Some("main") && r.turn <= 7),
+        "no request after the 8th call\n{}",
         run.summary()
     );
     let sent = run.tool_results("main");
     let ids: Vec<&str> = sent.iter().map(|r| r.tool_use_id.as_str()).collect();
     assert_eq!(
         ids,
-        (0..5)
+        (0..7)
             .map(|t| format!("toolu_e2e_{t}_0"))
             .collect::<Vec<_>>(),
         "{}",
         run.summary()
     );
-    assert!(sent[2..].iter().all(|r| r.is_error));
+    assert!(sent.iter().all(|r| r.is_error));
     assert!(
         !run.everything_sent("main").contains(ESCALATED),
         "the escalation must not reach the model: it goes to the user"
@@ -125,9 +140,9 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
         denied,
         [
             "toolu_e2e_2_0",
-            "toolu_e2e_3_0",
-            "toolu_e2e_4_0",
-            "toolu_e2e_5_0"
+            "toolu_e2e_5_0",
+            "toolu_e2e_6_0",
+            "toolu_e2e_7_0"
         ],
         "{result}"
     );
@@ -136,7 +151,7 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
     // and, in the transcript (what `--resume` shows), the full reason the run stopped with.
     let info = informational(&run);
     let expected =
-        "PostToolBatch says: loopgate [escalation · critical]: ".to_string() + &ESCALATED[10..];
+        "PostToolBatch says: loopgate [ladder · critical]: ".to_string() + &ESCALATED[10..];
     // The escalating denial itself is critical, so the human also heard of it at PreToolUse.
     assert!(info.contains(&expected), "{info:?}\n{}", run.summary());
     let stopped: Vec<&Value> = run
@@ -153,7 +168,7 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
 
     // events.jsonl: the escalation is a deny at PreToolUse, then a block at PostToolBatch, with
     // the same reason, enforced, for the main agent; and nothing was logged after it.
-    let esc = run.events_where(|e| e["detector"] == "escalation");
+    let esc = run.events_where(|e| e["detector"] == "ladder");
     let steps: Vec<(&str, &str)> = esc
         .iter()
         .map(|e| {
@@ -177,14 +192,10 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
     }
     assert_eq!(esc[0]["evidence"]["stage"], 3, "{}", esc[0]);
     assert_eq!(esc[0]["evidence"]["attended"], false, "{}", esc[0]);
-    assert_eq!(
-        esc[0]["evidence"]["escalated_from"], "identical_failure",
-        "{}",
-        esc[0]
-    );
+    assert_eq!(esc[0]["evidence"]["escalated_from"], "repeat", "{}", esc[0]);
     assert_eq!(
         run.events.last().map(|e| &e["detector"]),
-        Some(&Value::from("escalation")),
+        Some(&Value::from("ladder")),
         "{}",
         run.summary()
     );
@@ -205,9 +216,10 @@ fn looping_turn() -> Vec<Turn> {
 /// on stdin. In 2.1.330 every message is a turn of its own (UserPromptSubmit with a new
 /// `prompt_id`, its own `result` event) under one `session_id`, which is what loopgate keys on.
 /// Default configuration: with one denial per turn the ladder never escalates, and the Stop gate's
-/// two blocks per turn are answered by the script's fallback text.
+/// two blocks per turn are answered by the script's fallback text. Three looping turns open the
+/// circuit; the fourth prompt is refused before any model request (issue 9 item 9).
 #[test]
-fn e2e_three_looping_turns_open_the_circuit_breaker() {
+fn e2e_three_looping_turns_open_the_circuit_and_the_next_prompt_is_refused() {
     let Some(mut s) = Scenario::new("breaker-open") else {
         return;
     };
@@ -218,8 +230,6 @@ fn e2e_three_looping_turns_open_the_circuit_breaker() {
         "Turn three: one more try at the settings file.",
         "Turn four: list the project files.",
     ];
-    // Turn 4 starts with a harmless call no detector would stop: OPEN denies every call.
-    let fresh = "ls";
     let script = Script::default()
         .prompt("t1", prompts[0], looping_turn())
         .prompt("t2", prompts[1], looping_turn())
@@ -227,23 +237,11 @@ fn e2e_three_looping_turns_open_the_circuit_breaker() {
         .prompt(
             "t4",
             prompts[3],
-            vec![
-                Turn::call(bash(fresh)),
-                Turn::text("Tool calls are paused."),
-            ],
+            vec![Turn::call(bash("ls")), Turn::text("Listed.")],
         );
     let run = s.run_prompts(&prompts, script);
     assert_clean_exit(&run);
     let session = session_id(&run);
-
-    // Four prompts, four results, one session; every result a success.
-    let results: Vec<&Value> = run
-        .stream
-        .iter()
-        .filter(|l| l["type"] == "result")
-        .collect();
-    assert_eq!(results.len(), 4, "{}", run.summary());
-    assert!(results.iter().all(|r| r["subtype"] == "success"));
 
     // Turns 1–3 each looped: two failures, then loopgate's denial.
     for t in ["t1", "t2", "t3"] {
@@ -259,20 +257,21 @@ fn e2e_three_looping_turns_open_the_circuit_breaker() {
         assert!(reason.starts_with(LOOP_DETECTED), "{t}: {reason}");
     }
 
-    // Turn 4: the first call is denied by the breaker, and the model is told the way out.
-    let first = run.tool_result("toolu_e2e_t4_0_0");
-    let reason = assert_denied(&run, &first, "Bash");
-    assert!(reason.starts_with(BREAKER_OPEN), "{reason}");
+    // Turn 4 never reached the model: the prompt was refused, and the human was told the way out.
     assert!(
-        reason.contains(&format!("`loopgate reset --session {session}`")),
-        "{reason}"
-    );
-    assert!(
-        run.tool_results("t4")
-            .iter()
-            .any(|r| r.tool_use_id == first.tool_use_id),
-        "the model must have been sent the denial\n{}",
+        run.requests_of("t4").is_empty(),
+        "no model request for the refused prompt\n{}",
         run.summary()
+    );
+    let info = informational(&run);
+    let refused = info
+        .iter()
+        .find(|m| m.starts_with("UserPromptSubmit operation blocked by hook:"))
+        .unwrap_or_else(|| panic!("{info:?}\n{}", run.summary()));
+    assert!(refused.contains(BREAKER_OPEN), "{refused}");
+    assert!(
+        refused.contains(&format!("`loopgate reset --session {session}`")),
+        "{refused}"
     );
 
     let status = s.status_json();
@@ -296,37 +295,19 @@ fn e2e_three_looping_turns_open_the_circuit_breaker() {
         "{status:#}"
     );
 
-    let breaker_denials = run.events_where(|e| e["detector"] == "circuit_breaker");
-    assert_eq!(breaker_denials.len(), 1, "{}", run.summary());
-    let denial = breaker_denials[0];
-    assert_eq!(denial["event"], "PreToolUse", "{denial}");
-    assert_eq!(denial["decision"], "deny", "{denial}");
-    assert_eq!(denial["enforced"], true, "{denial}");
-    assert_eq!(denial["reason"].as_str(), Some(reason.as_str()));
+    let refusals = run.events_where(|e| e["detector"] == "breaker");
+    assert_eq!(refusals.len(), 1, "{}", run.summary());
+    let refusal = refusals[0];
+    assert_eq!(refusal["event"], "UserPromptSubmit", "{refusal}");
+    assert_eq!(refusal["decision"], "block", "{refusal}");
+    assert_eq!(refusal["enforced"], true, "{refusal}");
     assert_event_shape(&run);
 
     // Each turn is judged when the next prompt arrives: HALF_OPEN between turns 2 and 3, OPEN
-    // between turns 3 and 4, not at a Stop.
+    // at the fourth prompt, not at a Stop.
     let turns = events_by_prompt(&run);
-    assert_eq!(
-        turns.len(),
-        4,
-        "one prompt id per turn
-{}",
-        run.summary()
-    );
-    assert_eq!(denial["prompt_id"], turns[3].0, "{denial}");
-    for (n, t) in breaker["history"].as_array().unwrap().iter().enumerate() {
-        let at = t["at_ms"].as_u64().unwrap_or(0);
-        let (before, after) = (&turns[n + 1].1, &turns[n + 2].1);
-        assert!(
-            before.iter().all(|&ms| ms <= at) && after.iter().all(|&ms| ms >= at),
-            "transition {t} must fall between turn {} and turn {}\n{}",
-            n + 2,
-            n + 3,
-            run.summary()
-        );
-    }
+    assert_eq!(turns.len(), 4, "one prompt id per turn\n{}", run.summary());
+    assert_eq!(refusal["prompt_id"], turns[3].0, "{refusal}");
 }
 
 /// The main agent's events grouped by prompt id, in order: (prompt id, timestamps in ms).

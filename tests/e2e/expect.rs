@@ -18,10 +18,10 @@ pub fn is_loopgate_text(text: &str) -> bool {
     text.contains("loopgate")
 }
 
-/// Where the first denial of an unchanged repeat may fall (0-based call index). One retry is
-/// always legitimate, so the 1st and 2nd calls run; by the 4th identical call with the same
-/// result and nothing changed, the loop must be broken (dedup `max_identical = 3`; the
-/// identical-failure breaker may stop a deterministic error one call earlier).
+/// Where the first denial of an unchanged failing repeat may fall (0-based call index). One retry
+/// is always legitimate, so the 1st and 2nd calls run; by the 4th identical failure with nothing
+/// changed, the loop must be broken (the repeat rule: a deterministic error may be retried once,
+/// an unknown one twice).
 pub const FIRST_DENIAL: std::ops::RangeInclusive<usize> = 2..=3;
 
 /// Asserts the call was denied by loopgate and returns the reason the model read.

@@ -163,14 +163,14 @@ fn e2e_observe_mode_lets_the_loop_run_and_logs_would_fire_lines() {
 }
 
 #[test]
-fn e2e_parallel_identical_calls_are_counted_exactly() {
+fn e2e_parallel_identical_polls_without_waiting_are_stopped() {
     let Some(mut s) = Scenario::new("parallel") else {
         return;
     };
     s.install(Install::Plugin);
     let check = "wc -l README.md";
     let three = Turn::Tools(vec![bash(check), bash(check), bash(check)]);
-    let mut turns = repeat(three, 2);
+    let mut turns = repeat(three, 3);
     turns.push(Turn::text("The README has 3 lines."));
     let prompt = "Count the README lines.";
     let run = s.run(
@@ -179,27 +179,34 @@ fn e2e_parallel_identical_calls_are_counted_exactly() {
     );
     assert_clean_exit(&run);
 
-    // Turn 0: three concurrent copies, none with an earlier result to repeat, all run. Their
-    // three identical results then stop every copy in turn 1.
-    for n in 0..3 {
-        assert_ran(&run, &run.tool_result(&format!("toolu_e2e_0_{n}")));
+    // Turns 0 and 1: three concurrent copies each, the same answer six times, back to back with
+    // no new state: the successful-call budget (3 repeats) is spent, so every copy in turn 2 is
+    // refused, and the model is told to wait between checks.
+    for t in 0..2 {
+        for n in 0..3 {
+            assert_ran(&run, &run.tool_result(&format!("toolu_e2e_{t}_{n}")));
+        }
     }
     for n in 0..3 {
-        assert_denied(&run, &run.tool_result(&format!("toolu_e2e_1_{n}")), "Bash");
+        let reason = assert_denied(&run, &run.tool_result(&format!("toolu_e2e_2_{n}")), "Bash");
+        assert!(
+            reason.contains("returned the same answer 6 times"),
+            "{reason}"
+        );
+        assert!(reason.contains("wait between checks"), "{reason}");
     }
 
-    // Six PreToolUse hooks ran, three at a time, and three PostToolUse hooks at once: exactly
-    // six calls and three identical outcomes must be on record. A lost update shows as fewer,
-    // a call counted again from PostToolBatch as more.
+    // Nine PreToolUse hooks ran, three at a time, and six PostToolUse hooks, three at once:
+    // exactly nine calls and six identical answers must be on record. A lost update shows as
+    // fewer, a call counted again from PostToolBatch as more.
     let status = s.status_json();
-    assert_eq!(status["totals"]["calls"], 6, "calls: {status:#}");
+    assert_eq!(status["totals"]["calls"], 9, "calls: {status:#}");
     let entry = status["agents"]["main"]["repeats"]
         .as_array()
-        .and_then(|r| r.iter().find(|r| r["target"] == check))
+        .and_then(|r| r.iter().find(|r| r["call"] == format!("Bash `{check}`")))
         .unwrap_or_else(|| panic!("no repeat entry for {check:?}: {status:#}"))
         .clone();
-    assert_eq!(entry["total"], 6, "{entry}");
-    assert_eq!(entry["identical_in_a_row"], 3, "{entry}");
+    assert_eq!(entry["same_answer_in_a_row"], 6, "{entry}");
 }
 
 #[test]
@@ -210,7 +217,7 @@ fn e2e_cd_into_a_subdirectory_keeps_config_and_gate_on_the_project_root() {
     // Two traps for a hook that anchors on cwd instead of CLAUDE_PROJECT_DIR: a project config
     // that allows no repeat at all, and a nested repository under an ignored `sub/` whose
     // fingerprint differs from the project's (so the gate would see "progress").
-    s.write_file(".claude/loopgate.toml", "[dedup]\nmax_identical = 1\n");
+    s.write_file(".claude/loopgate.toml", "[detectors.repeat]\nsuccess = 0\n");
     s.write_file(".gitignore", "sub/\n");
     s.git(&["add", "."]);
     s.git(&["commit", "-q", "-m", "config"]);

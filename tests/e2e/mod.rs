@@ -17,7 +17,9 @@
 //! - `expect`: assertions phrased as what the model saw.
 //! - `smoke`: the harness against the real CLI with a recorder hook, no loopgate involved.
 //! - `loops`, `stop_gate`: the scenarios of issue 4.
-//! - `escalation`: issue 3, stage-3 escalation ending an unattended run, and an OPEN circuit.
+//! - `escalation`: issues 3 and 9, stage-3 escalation ending an unattended run, and an OPEN
+//!   circuit refusing the next prompt.
+//! - `progress`: issue 9, a same-content write loop and a parallel batch with one failure.
 
 mod claude_cli;
 mod escalation;
@@ -27,6 +29,7 @@ mod harness;
 mod http;
 mod loops;
 mod plugin_validate;
+mod progress;
 mod run;
 mod smoke;
 mod stop_gate;

@@ -1,0 +1,215 @@
+//! The one repeat rule: the same call, the same answer, no new state between. Every repeat is
+//! judged here once, with one budget per class of answer — failing calls by error class (seed 002:
+//! transient 3 retries, deterministic 1, unknown 2), successful calls 3, read-only tools 4 — so no
+//! second counter can fire earlier on the same evidence.
+//!
+//! Answers that differ only in numbers and ids (the shape) are the same answer with a budget
+//! larger by [`SHAPE_TOLERANCE`]. Waiting is judged by real waiting: repeats spaced by a sleep or by minutes are polls,
+//! and only back-to-back repeats spend the class budget; a spaced poll is stopped once its answer
+//! has not changed for both `waiting_answers` answers and `waiting_minutes`.
+
+use super::{Call, View};
+use crate::canon::Digest16;
+use crate::config::Repeat;
+use crate::ledger::{Entry, Ledger, Status};
+use crate::outcome::ErrorClass;
+use crate::verdict::{Action, Severity, Verdict};
+
+pub const NAME: &str = "repeat";
+
+/// Extra repeats allowed when answers match only by shape: a changing count may be something
+/// moving (a progress bar polled without waiting), yet it must not run on for ever (the same
+/// comment posted again, each time with a new id, is caught only a little later than a repeat).
+pub const SHAPE_TOLERANCE: u32 = 2;
+
+/// The latest run of identical answers to one call.
+#[derive(Debug, Clone)]
+pub struct Chain<'a> {
+    pub last: &'a Entry,
+    /// Answers in the run, the latest included.
+    pub answers: u32,
+    /// Some answer matched the latest only by shape.
+    pub shape_only: bool,
+    /// Repeats in the run not preceded by real waiting.
+    pub back_to_back: u32,
+    pub first_ms: u64,
+}
+
+/// The run of identical answers `key` has had since the last new state, newest first.
+pub fn chain<'a>(ledger: &'a Ledger, key: &Digest16, epoch_now: u32) -> Option<Chain<'a>> {
+    let mut mine = ledger.answers().filter(|e| &e.key == key);
+    let last = mine.next()?;
+    // A new state (or a new prompt) since the last answer: the next call is a new experiment.
+    if last.epoch_after != epoch_now {
+        return None;
+    }
+    // A successful call with nothing to say did something (a silent command): never a repeat.
+    last.answer?;
+    let mut c = Chain {
+        last,
+        answers: 1,
+        shape_only: false,
+        back_to_back: 0,
+        first_ms: last.start_ms,
+    };
+    let mut newer = last;
+    for e in mine {
+        if e.epoch_after != newer.epoch || e.status.failed() != last.status.failed() {
+            break;
+        }
+        if e.answer != last.answer {
+            if e.shape.is_none() || e.shape != last.shape {
+                break;
+            }
+            c.shape_only = true;
+        }
+        c.answers += 1;
+        if !newer.waited {
+            c.back_to_back += 1;
+        }
+        c.first_ms = e.start_ms;
+        newer = e;
+    }
+    Some(c)
+}
+
+/// Repeats allowed after the first answer, before the next identical call is refused.
+pub fn budget(c: &Chain, cfg: &Repeat) -> u32 {
+    let base = match (c.last.status.failed(), c.last.error_class) {
+        (true, Some(ErrorClass::Transient)) => cfg.transient,
+        (true, Some(ErrorClass::Deterministic)) => cfg.deterministic,
+        (true, _) => cfg.unknown,
+        (false, _) if c.last.class.read_only() => cfg.read_only,
+        (false, _) => cfg.success,
+    };
+    if c.shape_only {
+        base.saturating_add(SHAPE_TOLERANCE)
+    } else {
+        base
+    }
+}
+
+pub fn check(v: &View, call: &Call) -> Option<Verdict> {
+    let cfg = &v.config.detectors.repeat;
+    if !cfg.enabled {
+        return None;
+    }
+    let c = chain(v.ledger, &call.key, v.world.epoch)?;
+    // A cooldown clears it: after a long enough pause the world may have moved without us seeing.
+    if v.now_ms.saturating_sub(c.last.end_ms) >= cfg.cooldown_minutes * 60_000 {
+        return None;
+    }
+    let allowed = budget(&c, cfg);
+    let deterministic = c.last.error_class == Some(ErrorClass::Deterministic);
+    // Waiting does not fix a deterministic error: every repeat spends the budget.
+    let back_to_back = if deterministic {
+        c.answers
+    } else {
+        c.back_to_back + u32::from(!call.waited)
+    };
+    let waited_ms = v.now_ms.saturating_sub(c.first_ms);
+    let waiting_over =
+        c.answers >= cfg.waiting_answers.max(1) && waited_ms >= cfg.waiting_minutes * 60_000;
+    if back_to_back <= allowed && !waiting_over {
+        return None;
+    }
+    Some(verdict(
+        &c,
+        call,
+        allowed,
+        back_to_back,
+        waiting_over,
+        waited_ms,
+    ))
+}
+
+/// After a successful answer: when the next identical call back to back would be refused, say so
+/// once, so a poll that asks again at once hears "wait between checks" before it is stopped.
+pub fn on_answer(v: &View, e: &Entry) -> Option<Verdict> {
+    let cfg = &v.config.detectors.repeat;
+    if !cfg.enabled || e.status != Status::Ok || e.waited {
+        return None;
+    }
+    let c = chain(v.ledger, &e.key, v.world.epoch)?;
+    let allowed = budget(&c, cfg);
+    if c.last.key != e.key || c.answers < 2 || c.back_to_back + 1 != allowed + 1 {
+        return None;
+    }
+    let what = super::describe(&e.tool, &e.target);
+    let reason = format!(
+        "loopgate: {what} has returned the same answer {} times in a row with nothing changed; the next identical call will be refused. \
+         If you are waiting for something, wait between checks (e.g. `sleep 30`); otherwise use the answer or change something first.",
+        c.answers
+    );
+    Some(
+        Verdict::new(NAME, Action::Warn, Severity::Low, reason)
+            .with("call", e.key.short())
+            .with("answers", c.answers)
+            .with("allowed_repeats", allowed),
+    )
+}
+
+fn verdict(
+    c: &Chain,
+    call: &Call,
+    allowed: u32,
+    back_to_back: u32,
+    waiting_over: bool,
+    waited_ms: u64,
+) -> Verdict {
+    let what = super::describe(&c.last.tool, &c.last.target);
+    let n = c.answers;
+    let same = if c.shape_only {
+        "the same answer (up to numbers and ids)"
+    } else {
+        "the same answer"
+    };
+    let observed = if waiting_over {
+        format!(
+            "{what} has given {same} {n} times over {} minutes of waiting.",
+            waited_ms / 60_000
+        )
+    } else if c.last.status.failed() {
+        let class = c.last.error_class.map_or("unknown", ErrorClass::name);
+        let error = if c.last.preview.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", c.last.preview)
+        };
+        format!(
+            "{what} has failed {n} time{} with {same} ({class} error{error}), and nothing has changed since.",
+            plural(n)
+        )
+    } else {
+        format!("{what} has returned {same} {n} times in a row, and nothing has changed since.")
+    };
+    let advice = if waiting_over {
+        "What you are waiting for is not happening: stop polling, find out why it is stuck, or tell the user what you are waiting on."
+    } else if c.last.status.failed() {
+        "Running it again will fail the same way. Change something first (the code, the input, the approach), or stop and tell the user what blocks you."
+    } else if call.waited {
+        "Running it again will not tell you anything new."
+    } else {
+        "Running it again will not tell you anything new. If you are waiting for something, wait between checks (e.g. `sleep 30`) instead of asking again at once; otherwise change something first or move on."
+    };
+    let reason = format!("LOOP_DETECTED (loopgate): {observed} {advice}");
+    Verdict::new(NAME, Action::Deny, Severity::of_count(n + 1), reason)
+        .loop_warning()
+        .with("call", c.last.key.short())
+        .with("tool", c.last.tool.clone())
+        .with("answers", n)
+        .with("back_to_back", back_to_back)
+        .with("allowed_repeats", allowed)
+        .with("shape_only", c.shape_only)
+        .with("failed", c.last.status == Status::Failed)
+        .with("waited_minutes", waited_ms / 60_000)
+        .with("waiting", waiting_over)
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
