@@ -338,8 +338,8 @@ pub struct Sources<'a> {
     pub user_file: Option<PathBuf>,
     /// Other `LOOPGATE_*` variables naming settings (`LOOPGATE_DEDUP__MAX_IDENTICAL=5`).
     pub env: Vec<(String, String)>,
-    /// Fill in [`Loaded::origins`] and [`Loaded::effective`] even when nothing overrides the
-    /// defaults (a hook call does not need them and skips the work).
+    /// Fill in [`Loaded::origins`] and [`Loaded::effective`] (a hook call does not need them
+    /// and skips the work).
     pub provenance: bool,
 }
 
@@ -384,7 +384,8 @@ pub struct Loaded {
     /// Per leaf (`dedup.max_identical`), where its value came from (empty when nothing
     /// overrode the defaults and provenance was not asked for).
     pub origins: std::collections::BTreeMap<String, crate::config_sources::Origin>,
-    /// The effective configuration as a TOML tree (what `loopgate config` prints).
+    /// The effective configuration as a TOML tree (what `loopgate config` prints); empty unless
+    /// [`Sources::provenance`] was set.
     pub effective: toml::Value,
     /// An explicit config file (`--config`, `LOOPGATE_CONFIG`) that does not exist.
     pub missing_explicit: Option<PathBuf>,

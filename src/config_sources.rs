@@ -367,7 +367,13 @@ pub fn load(src: &Sources) -> Loaded {
         }
         overlay(&mut merged, &layer.table);
     }
-    let config = match Config::deserialize(Value::Table(merged.clone())) {
+    // The merged tree is kept only when provenance is asked for; a hook call moves it.
+    let attempt = if src.provenance {
+        Config::deserialize(Value::Table(merged.clone()))
+    } else {
+        Config::deserialize(Value::Table(std::mem::take(&mut merged)))
+    };
+    let config = match attempt {
         Ok(c) => c,
         Err(_) => {
             for layer in layers.iter_mut() {

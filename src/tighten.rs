@@ -13,7 +13,8 @@ use toml::Value;
 /// How a setting may move when a project file sets it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
-    /// A threshold: the project may lower it (to at least 1: 0 may mean "off").
+    /// A threshold: the project may lower it (the detectors clamp a value too low to mean
+    /// anything, so 0 is simply the strictest).
     Lower,
     /// A window or an allowance where a larger value watches more: the project may raise it.
     Higher,
@@ -85,8 +86,7 @@ pub fn check(path: &str, current: Option<&Value>, wanted: &Value) -> Result<(), 
     let num = |v: &Value| v.as_integer().map(|i| i as f64).or_else(|| v.as_float());
     match rule {
         Rule::Lower => match (num(current), num(wanted)) {
-            (Some(c), Some(w)) if w <= c && w >= 1.0 => Ok(()),
-            (Some(_), Some(w)) if w < 1.0 => Err("it may lower this threshold, not to 0".into()),
+            (Some(c), Some(w)) if w <= c => Ok(()),
             _ => Err(format!(
                 "it may only lower this threshold ({current} in effect)"
             )),
@@ -132,6 +132,7 @@ mod tests {
         let ok = [
             ("detectors.repeat.success", "3", "2"),
             ("detectors.repeat.success", "3", "3"),
+            ("detectors.repeat.success", "3", "0"),
             ("detectors.repeat.enabled", "false", "true"),
             ("mode", "\"observe\"", "\"enforce\""),
             ("progress.when", "\"unattended\"", "\"always\""),
@@ -149,7 +150,6 @@ mod tests {
         }
         let refused = [
             ("detectors.repeat.success", "3", "9"),
-            ("detectors.repeat.success", "3", "0"),
             ("detectors.repeat.enabled", "true", "false"),
             ("detectors.repeat.waiting_gap_seconds", "60", "5"),
             ("guard.enabled", "true", "false"),
