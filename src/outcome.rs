@@ -337,6 +337,7 @@ pub fn interruption(error: &str) -> Option<Interruption> {
     ];
     const REFUSED: &[&str] = &[
         "The user doesn't want to proceed with this tool use",
+        "but you haven't granted it yet",
         "The user doesn't want to take this action",
         "User rejected",
         "user rejected",
@@ -344,9 +345,16 @@ pub fn interruption(error: &str) -> Option<Interruption> {
         "is in plan mode",
         "Plan mode is active",
     ];
+    // A command's own output may say anything; a permission prompt nobody could answer is
+    // Claude Code's text, never an exit status ("touch in '/p' needs approval").
+    let approval = !head.starts_with("Exit code")
+        && head
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains(" needs approval"));
     if CANCELLED.iter().any(|m| head.contains(m)) {
         Some(Interruption::Cancelled)
-    } else if REFUSED.iter().any(|m| head.contains(m)) {
+    } else if approval || REFUSED.iter().any(|m| head.contains(m)) {
         Some(Interruption::Refused)
     } else {
         None
@@ -356,6 +364,21 @@ pub fn interruption(error: &str) -> Option<Interruption> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cancellations_and_refusals_are_recognised_from_claude_codes_words() {
+        use Interruption::*;
+        for (text, want) in [
+            ("<tool_use_error>Sibling tool call errored</tool_use_error>", Some(Cancelled)),
+            ("The user doesn't want to proceed with this tool use. The tool use was rejected", Some(Refused)),
+            ("Claude requested permissions to write to /p/CLAUDE.md, but you haven't granted it yet.", Some(Refused)),
+            ("touch in '/p/x' needs approval. Ask the user.", Some(Refused)),
+            ("Exit code 1\nthe deploy needs approval from ops", None),
+            ("Exit code 1\nerror: test failed", None),
+        ] {
+            assert_eq!(interruption(text), want, "{text}");
+        }
+    }
     use serde_json::json;
 
     #[test]

@@ -96,20 +96,9 @@ impl Run {
             let path = self.env.project.join(file);
             let input =
                 json!({"command": format!("rm {}", path.display()), "description": "remove"});
-            let id = self.env.id();
-            let pre = self.env.pre("Bash", input.clone(), &id);
-            check(
-                &pre,
-                step["expect"].as_str().unwrap_or("allow"),
-                step["detector"].as_str(),
-                &self.env,
-                &format!("{at} (pre)"),
-            )?;
-            if pre.denied() {
-                self.env
-                    .batch_of("Bash", &input, &id, &denial_text("Bash", &pre));
+            let Some(id) = self.pre_unless_denied("Bash", &input, step, at)? else {
                 return Ok(());
-            }
+            };
             let _ = std::fs::remove_file(&path);
             let diff = json!({"files": [{"filePath": path, "hunks": []}], "moreFiles": 0, "changedFiles": [path]});
             self.env.post(
@@ -128,20 +117,9 @@ impl Run {
             let path = self.env.project.join(file);
             let content = step["content"].as_str().unwrap_or("");
             let input = json!({"file_path": path, "content": content});
-            let id = self.env.id();
-            let pre = self.env.pre("Write", input.clone(), &id);
-            check(
-                &pre,
-                step["expect"].as_str().unwrap_or("allow"),
-                step["detector"].as_str(),
-                &self.env,
-                &format!("{at} (pre)"),
-            )?;
-            if pre.denied() {
-                self.env
-                    .batch_of("Write", &input, &id, &denial_text("Write", &pre));
+            let Some(id) = self.pre_unless_denied("Write", &input, step, at)? else {
                 return Ok(());
-            }
+            };
             std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| e.to_string())?;
             std::fs::write(&path, content).map_err(|e| e.to_string())?;
             let post = self.env.post(
@@ -262,6 +240,32 @@ fn prompt_blocked(out: &crate::common::Out) -> bool {
 }
 
 impl Run {
+    /// PreToolUse checked against the step's `expect`; a denied call ends its model turn there
+    /// (Claude Code sends the batch and no Post event). Returns the call's id when it may run.
+    fn pre_unless_denied(
+        &mut self,
+        tool: &str,
+        input: &Value,
+        step: &Value,
+        at: &str,
+    ) -> Result<Option<String>, String> {
+        let id = self.env.id();
+        let pre = self.env.pre(tool, input.clone(), &id);
+        check(
+            &pre,
+            step["expect"].as_str().unwrap_or("allow"),
+            step["detector"].as_str(),
+            &self.env,
+            &format!("{at} (pre)"),
+        )?;
+        if pre.denied() {
+            self.env
+                .batch_of(tool, input, &id, &denial_text(tool, &pre));
+            return Ok(None);
+        }
+        Ok(Some(id))
+    }
+
     /// One model turn of parallel calls, as Claude Code runs them: every PreToolUse, then a Post
     /// for each call that ran, then one PostToolBatch listing them all. A call marked
     /// `"cancelled": true` is a sibling Claude Code cancelled after another failed: no hook event
