@@ -563,3 +563,38 @@ fn home_unset_is_refused_clearly() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("HOME is not set"));
 }
+
+#[test]
+fn a_project_file_cannot_loosen_loopgate() {
+    let env = Env::new().project_config(
+        "mode = \"observe\"\nlock_timeout_ms = 60000\n[detectors.repeat]\nenabled = false\ndeterministic = 9\n[guard]\nenabled = false\n",
+    );
+    let input = json!({"command": "frobnicate --all", "description": "run"});
+    let err = "Exit code 127\nbash: frobnicate: command not found";
+    let first = env.pre("Bash", input.clone(), "p1");
+    let msg = system_message(&first).expect("the refusals are told to the human");
+    for key in [
+        "`mode = \"observe\"` ignored",
+        "`lock_timeout_ms = 60000` ignored",
+        "`detectors.repeat.enabled = false` ignored",
+        "`detectors.repeat.deterministic = 9` ignored",
+        "`guard.enabled = false` ignored",
+    ] {
+        assert!(msg.contains(key), "{key} in {msg}");
+    }
+    assert!(
+        msg.contains("a project file may only tighten loopgate"),
+        "{msg}"
+    );
+    env.fail("Bash", input.clone(), "p1", err);
+    let mut denied = false;
+    for i in 2..6 {
+        let id = format!("p{i}");
+        if env.pre("Bash", input.clone(), &id).denied() {
+            denied = true;
+            break;
+        }
+        env.fail("Bash", input.clone(), &id, err);
+    }
+    assert!(denied, "enforce mode and the repeat rule stay in force");
+}

@@ -159,7 +159,8 @@ pub fn build(events: &[Value], states: &[SessionState]) -> Value {
                 "session": id,
                 "events": evs.len(),
                 "calls": st.map(|s| s.totals.calls),
-                "breaker": st.map(|s| format!("{:?}", s.breaker.state)),
+                // The same spelling as `status` and the state file (CLOSED, HALF_OPEN, OPEN).
+                "breaker": st.and_then(|s| serde_json::to_value(s.breaker.state).ok()),
                 "summary": verdict_sentence(evs),
             })
         })
