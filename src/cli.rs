@@ -154,7 +154,7 @@ pub enum Command {
     },
     /// The effective configuration as TOML, each value annotated with its source
     #[command(
-        after_help = "Examples:\n  loopgate config\n  loopgate config --project . --json\n  LOOPGATE_DEDUP__MAX_IDENTICAL=5 loopgate config"
+        after_help = "Examples:\n  loopgate config\n  loopgate config --project . --json\n  LOOPGATE_DETECTORS__REPEAT__SUCCESS=5 loopgate config"
     )]
     Config {
         #[command(flatten)]
@@ -207,7 +207,7 @@ pub enum Command {
     Replay {
         #[command(flatten)]
         config: ConfigArg,
-        /// Transcript files (.jsonl) or directories of them
+        /// Transcript files (.jsonl) or directories searched recursively (e.g. ~/.claude/projects)
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Machine-readable output

@@ -7,7 +7,7 @@ use crate::config::{Config, Mode};
 use crate::detectors::{self, breaker, circular, guard, modification, progress, Call, View};
 use crate::git::Worktree;
 use crate::ledger::{Entry, Pending, Status, ToolClass, ABSENT};
-use crate::outcome::{self, Interruption};
+use crate::outcome::{self, ErrorClass, Interruption};
 use crate::payload::{BatchCall, Event, Payload};
 use crate::redact;
 use crate::state::{DecisionNote, SessionState, Turn, TurnSig, MAIN_AGENT, MAX_TURNS};
@@ -649,7 +649,9 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     if f.agent == MAIN_AGENT && class.changes_files() {
         if f.status == Status::Ok {
             state.turn.edits_ok += 1;
-        } else if f.status.failed() {
+        } else if f.status.failed() && result.error_class != Some(ErrorClass::Transient) {
+            // A stale read ("has not been read yet", "modified since read") says the world moved,
+            // not that the agent cannot make its change: it is no sign of trying and failing.
             state.turn.edit_failures += 1;
         }
     }

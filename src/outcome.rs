@@ -264,6 +264,10 @@ pub fn classify_error(error: &str) -> ErrorClass {
         "bad gateway",
         "gateway timeout",
         "overloaded",
+        // The file moved under the agent (a teammate, a formatter): reading it again fixes it.
+        "has not been read yet",
+        "modified since read",
+        "has been unexpectedly modified",
     ];
     const DETERMINISTIC: &[&str] = &[
         "missing required",
@@ -435,5 +439,10 @@ mod tests {
             ErrorClass::Deterministic
         );
         assert_eq!(classify_error("Exit code 1\n3 failed"), ErrorClass::Unknown);
+        assert_eq!(
+            classify_error("File has been modified since read, either by the user or by a linter."),
+            ErrorClass::Transient,
+            "a stale read is fixed by reading again"
+        );
     }
 }

@@ -5,6 +5,7 @@ mod fuzz;
 mod operate;
 mod protocol;
 mod readme;
+mod replay;
 mod robustness;
 mod scenario_runner;
 mod stop_gate;

@@ -1,16 +1,28 @@
 //! `loopgate replay <transcript.jsonl | dir>...`: every would-fire decision per session, then a
-//! summary by detector.
+//! summary by detector. Directories are searched recursively (`~/.claude/projects` works); each
+//! subagent transcript is replayed with its session; a file that is not a transcript is named on
+//! stderr, one line each.
 
 use crate::config::Config;
-use crate::replay::{collect, file_label, replay_text, tally, SessionReport};
+use crate::replay::transcript::inspect;
+use crate::replay::{collect, plan, replay_group, tally, SessionReport};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// A file's text; bytes that are not UTF-8 are replaced, so a binary file reads as "not a
+/// transcript" rather than stopping the run.
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|e| format!("cannot read: {e}"))
+}
 
 pub fn run(paths: &[PathBuf], config: &Config, as_json: bool, blocks_only: bool) -> Result<()> {
-    let files = collect(paths).context("cannot list the transcripts")?;
-    let bar = if files.len() > 1 {
-        ProgressBar::new(files.len() as u64)
+    let found = collect(paths).context("cannot list the transcripts")?;
+    let plan = plan(found, |p| read(p).map(|t| inspect(&t)));
+    let bar = if plan.groups.len() > 1 {
+        ProgressBar::new(plan.groups.len() as u64)
     } else {
         ProgressBar::hidden()
     };
@@ -19,14 +31,45 @@ pub fn run(paths: &[PathBuf], config: &Config, as_json: bool, blocks_only: bool)
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut reports = Vec::new();
-    for f in &files {
-        bar.set_message(file_label(f));
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
-        reports.push(replay_text(&text, &file_label(f), config));
+    let mut skipped = plan.skipped;
+    for g in &plan.groups {
+        bar.set_message(g.label().to_string());
+        let main = match &g.main {
+            Some(f) => match read(&f.path) {
+                Ok(t) => t,
+                Err(why) => {
+                    skipped.push((f.label.clone(), why));
+                    continue;
+                }
+            },
+            None => String::new(),
+        };
+        let mut subs = Vec::new();
+        let mut sub_labels = Vec::new();
+        for f in &g.subagents {
+            match read(&f.path) {
+                Ok(t) => {
+                    subs.push(t);
+                    sub_labels.push(f.label.clone());
+                }
+                Err(why) => skipped.push((f.label.clone(), why)),
+            }
+        }
+        let sub_refs: Vec<&str> = subs.iter().map(String::as_str).collect();
+        let mut r = replay_group(&main, &sub_refs, g.label(), config);
+        if g.main.is_some() {
+            r.subagent_files = sub_labels;
+        } else {
+            // Subagent transcripts without their session: the first names the report.
+            r.subagent_files = sub_labels.into_iter().skip(1).collect();
+        }
+        reports.push(r);
         bar.inc(1);
     }
     bar.finish_and_clear();
+    for (file, why) in &skipped {
+        eprintln!("loopgate replay: skipped {file}: {why}");
+    }
     if as_json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
         return Ok(());
@@ -34,7 +77,7 @@ pub fn run(paths: &[PathBuf], config: &Config, as_json: bool, blocks_only: bool)
     for r in &reports {
         print_session(r, blocks_only);
     }
-    print_summary(&reports);
+    print_summary(&reports, skipped.len());
     Ok(())
 }
 
@@ -48,23 +91,45 @@ fn print_session(r: &SessionReport, blocks_only: bool) {
         return;
     }
     let blocks = r.fired.iter().filter(|f| f.is_block()).count();
+    let with = if r.subagent_files.is_empty() {
+        String::new()
+    } else {
+        format!(" + {} subagent transcripts", r.subagent_files.len())
+    };
     println!(
-        "== {} ({} calls): {} warnings, {} would-be blocks",
+        "== {}{with} ({} calls, {} in subagents): {} warnings, {} would-be blocks",
         r.file,
         r.calls,
+        r.subagent_calls,
         r.fired.len() - blocks,
         blocks
     );
     for f in shown {
-        let call = f.call.map(|c| c.to_string()).unwrap_or_else(|| "-".into());
-        let agent = if f.agent == crate::state::MAIN_AGENT {
-            ""
-        } else {
-            " (subagent)"
+        let call = match (f.call, f.call_last) {
+            (Some(a), Some(b)) if b != a => format!("{a}-{b}"),
+            (Some(a), _) => a.to_string(),
+            (None, _) => "-".into(),
         };
+        // A Stop is judged after the turn's last call; a batch names the calls it closes.
+        let at = if f.is_turn_end() {
+            "after"
+        } else if f.call_last.is_some_and(|l| Some(l) != f.call) {
+            "calls"
+        } else {
+            "call"
+        };
+        let mut notes = String::new();
+        if f.agent != crate::state::MAIN_AGENT {
+            notes.push_str(" (subagent)");
+        }
+        if f.continuation {
+            notes.push_str(" (the Stop after a block, stop_hook_active)");
+        }
+        let tool = if f.is_turn_end() { f.event } else { &f.tool };
+        let call = format!("{call:>5}");
         println!(
-            "  call {call:>5}  {:<12} {:<20} {:<6} {}{agent}",
-            crate::payload::clip(&f.tool, 12),
+            "  {at:<5} {call:<9} {:<12} {:<20} {:<6} {}{notes}",
+            crate::payload::clip(tool, 12),
             f.detector,
             f.decision,
             crate::payload::clip(&f.reason, 110)
@@ -72,17 +137,22 @@ fn print_session(r: &SessionReport, blocks_only: bool) {
     }
 }
 
-fn print_summary(reports: &[SessionReport]) {
+fn print_summary(reports: &[SessionReport], skipped: usize) {
     let calls: usize = reports.iter().map(|r| r.calls).sum();
+    let sub_calls: usize = reports.iter().map(|r| r.subagent_calls).sum();
+    let stops: usize = reports.iter().map(|r| r.stops).sum();
     let all: Vec<_> = reports.iter().flat_map(|r| &r.fired).collect();
     let blocks = all.iter().filter(|f| f.is_block()).count();
     println!();
     println!(
-        "sessions {}  calls {}  warnings {}  would-be blocks {}",
+        "sessions {}  calls {} ({} in subagents)  turn ends judged {}  warnings {}  would-be blocks {}  files skipped {}",
         reports.len(),
         calls,
+        sub_calls,
+        stops,
         all.len() - blocks,
-        blocks
+        blocks,
+        skipped
     );
     println!(
         "{:<22} {:>9} {:>15}",

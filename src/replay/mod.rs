@@ -1,22 +1,37 @@
 //! `loopgate replay`: real Claude Code transcripts fed offline through the same engine, in observe
 //! mode with in-memory state (nothing on disk is touched), so every decision a session would have
 //! met can be read and judged.
+//!
+//! Each event is judged at the transcript's own time (`Ctx::now_ms`). The Stop gate is judged too,
+//! from the session's ledger alone: replay reads no worktree (the files a transcript touched are
+//! not the files on this machine), so the engine gets [`LedgerOnly`], a worktree that never
+//! changes, and a project directory nothing can be under: whether a turn changed anything is the
+//! ledger's world state, nothing else. When loopgate would block a Stop, Claude Code would have let the model go on and then fired another Stop with
+//! `stop_hook_active: true`; replay plays that second Stop at once (the transcript cannot show what
+//! the model would have done in between) and then follows the transcript again.
 
 pub mod transcript;
 
 use crate::config::{Config, Mode};
 use crate::engine::{self, decision_name, Ctx};
-use crate::git::NoGit;
-use crate::payload::Payload;
+use crate::git::Worktree;
+use crate::payload::{Event, Payload};
 use crate::state::SessionState;
+use crate::verdict::{Action, Verdict};
 use serde::Serialize;
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
+use transcript::{ConvertedPayload, Kind};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Fired {
+    /// The call's index in the session; for a Stop, the last call of the turn that ends; for a
+    /// PostToolBatch, its first call.
     pub call: Option<usize>,
+    /// PostToolBatch: its last call.
+    pub call_last: Option<usize>,
     pub event: &'static str,
     pub tool: String,
     pub agent: String,
@@ -24,92 +39,286 @@ pub struct Fired {
     pub decision: &'static str,
     pub severity: &'static str,
     pub reason: String,
+    /// The Stop Claude Code would have fired after loopgate blocked the previous one.
+    pub continuation: bool,
 }
 
 impl Fired {
     pub fn is_block(&self) -> bool {
         self.decision != "warn"
     }
+
+    pub fn is_turn_end(&self) -> bool {
+        matches!(self.event, "Stop" | "SubagentStop")
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionReport {
     pub file: String,
+    /// Subagent transcripts replayed with this session.
+    pub subagent_files: Vec<String>,
     pub session: String,
+    /// Every tool call, subagents' included.
     pub calls: usize,
+    pub subagent_calls: usize,
+    /// Turn ends judged by the Stop gate (Stop and SubagentStop events, continuations included).
+    pub stops: usize,
     pub fired: Vec<Fired>,
 }
 
 /// Replays one transcript's text through the engine.
 pub fn replay_text(text: &str, name: &str, config: &Config) -> SessionReport {
+    replay_group(text, &[], name, config)
+}
+
+/// Replays a session's main transcript (may be empty) with its subagents' transcripts.
+pub fn replay_group(main: &str, subagents: &[&str], name: &str, config: &Config) -> SessionReport {
     let mut cfg = config.clone();
     cfg.mode = Mode::Observe;
-    let conv = transcript::convert(text, name);
+    let conv = transcript::convert_group(main, subagents, name);
     let mut states: HashMap<String, SessionState> = HashMap::new();
-    let mut fired = Vec::new();
-    let mut last_ms = 0u64;
-    for cp in &conv.payloads {
-        let Ok(bytes) = serde_json::to_vec(&cp.payload) else {
-            continue;
-        };
-        // The same parser the hooks use: replay judges exactly what a hook would have read.
-        let Ok((payload, event)) = Payload::parse(&bytes) else {
-            continue;
-        };
-        let at = cp
-            .at
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(last_ms);
-        last_ms = last_ms.max(at);
+    let (fired, stops) = judge_all(&conv.payloads, |payload, event, now_ms| {
         let ctx = Ctx {
             config: &cfg,
-            now_ms: at,
-            project_dir: None,
+            now_ms,
+            project_dir: Some(Path::new(NO_PROJECT)),
             attended: Some(false),
-            worktree: &NoGit,
+            worktree: &LedgerOnly,
             state_dir: None,
         };
         let state = states
             .entry(payload.session_id.clone())
-            .or_insert_with(|| SessionState::new(&payload.session_id, at));
-        for v in engine::handle(state, &payload, event, &ctx) {
+            .or_insert_with(|| SessionState::new(&payload.session_id, now_ms));
+        engine::handle(state, payload, event, &ctx)
+    });
+    SessionReport {
+        file: name.to_string(),
+        subagent_files: Vec::new(),
+        session: conv.sessions_id,
+        calls: conv.calls,
+        subagent_calls: conv
+            .call_list
+            .iter()
+            .filter(|c| c.agent_id.is_some())
+            .count(),
+        stops,
+        fired,
+    }
+}
+
+/// The worktree of a replay: one that never changes, so the Stop gate and the circuit breaker
+/// judge a turn by the ledger's world state (the content the session's own calls wrote) and by
+/// nothing on this machine's disk.
+pub struct LedgerOnly;
+
+impl Worktree for LedgerOnly {
+    fn fingerprint(&self, _dir: &Path) -> anyhow::Result<Option<String>> {
+        Ok(Some("replay: the ledger is the only worktree".to_string()))
+    }
+}
+
+/// The project directory replay gives the engine: `/dev/null` is not a directory, so no file a
+/// transcript names is under it and no detector reads this machine's files for it.
+const NO_PROJECT: &str = "/dev/null/loopgate-replay";
+
+/// Feeds every payload to `judge` (payload, event, the transcript's time in ms, never going back)
+/// and plays the Stop Claude Code would fire after a blocked one. Returns what fired and how many
+/// turn ends were judged.
+fn judge_all(
+    payloads: &[ConvertedPayload],
+    mut judge: impl FnMut(&Payload, Event, u64) -> Vec<Verdict>,
+) -> (Vec<Fired>, usize) {
+    let mut fired = Vec::new();
+    let mut stops = 0;
+    let mut last_ms = 0u64;
+    let mut play = |cp: &ConvertedPayload, json: &Value, continuation: bool| -> Option<bool> {
+        let bytes = serde_json::to_vec(json).ok()?;
+        // The same parser the hooks use: replay judges exactly what a hook would have read.
+        let (payload, event) = Payload::parse(&bytes).ok()?;
+        let at = cp
+            .at
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .and_then(|d| u64::try_from(d.as_millis()).ok())
+            .unwrap_or(last_ms)
+            .max(last_ms);
+        last_ms = at;
+        let turn_end = matches!(event, Event::Stop | Event::SubagentStop);
+        stops += usize::from(turn_end);
+        let tool = match &payload.tool_calls {
+            // A batch: the tools it ran, each once.
+            Some(calls) if event == Event::PostToolBatch => {
+                let mut names: Vec<&str> = Vec::new();
+                for c in calls {
+                    if !names.contains(&c.tool_name.as_str()) {
+                        names.push(&c.tool_name);
+                    }
+                }
+                names.join(",")
+            }
+            _ => payload.tool().to_string(),
+        };
+        let mut blocked = false;
+        for v in judge(&payload, event, at) {
+            blocked |= turn_end && matches!(v.action, Action::Deny | Action::Halt);
             fired.push(Fired {
                 call: cp.call_index,
+                call_last: cp.call_last,
                 event: event.name(),
-                tool: payload.tool().to_string(),
+                tool: tool.clone(),
                 agent: payload.agent().to_string(),
                 detector: v.detector,
                 decision: decision_name(event, v.action),
                 severity: v.severity.name(),
                 reason: v.reason,
+                continuation,
+            });
+        }
+        Some(blocked)
+    };
+    for cp in payloads {
+        let Some(blocked) = play(cp, &cp.payload, false) else {
+            continue;
+        };
+        if blocked && !cp.continued {
+            // Claude Code would have let the model go on and asked again; what the model would
+            // have done in between is not in the transcript, so only that Stop is played.
+            let mut again = cp.payload.clone();
+            again["stop_hook_active"] = Value::Bool(true);
+            play(cp, &again, true);
+        }
+    }
+    (fired, stops)
+}
+
+/// One file found: its path and the name it is reported under.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub path: PathBuf,
+    pub label: String,
+}
+
+/// How deep `collect` looks into directories (`~/.claude/projects/<project>/<session>/subagents/`
+/// is three levels).
+const MAX_DEPTH: usize = 8;
+
+/// The files named, and the `.jsonl` files under the directories named (searched recursively,
+/// without following symlinked directories; each directory's files in name order, then its
+/// subdirectories). A path that does not exist is an error.
+pub fn collect(paths: &[PathBuf]) -> std::io::Result<Vec<Found>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p)?;
+        if meta.is_dir() {
+            walk(p, p, 0, &mut out)?;
+        } else {
+            out.push(Found {
+                path: p.clone(),
+                label: p.display().to_string(),
             });
         }
     }
-    SessionReport {
-        file: name.to_string(),
-        session: conv.sessions_id,
-        calls: conv.calls,
-        fired,
+    Ok(out)
+}
+
+fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<Found>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    let mut subdirs = Vec::new();
+    for e in entries {
+        let path = e.path();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            subdirs.push(path);
+        } else if path.extension().is_some_and(|x| x == "jsonl") && path.is_file() {
+            let label = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            out.push(Found { path, label });
+        }
+    }
+    if depth < MAX_DEPTH {
+        for d in subdirs {
+            // A directory that cannot be listed is skipped like an unreadable file.
+            let _ = walk(root, &d, depth + 1, out);
+        }
+    }
+    Ok(())
+}
+
+/// A session to replay: its main transcript (absent when only subagent transcripts were found)
+/// and its subagents' transcripts.
+#[derive(Debug, Clone, Default)]
+pub struct Group {
+    pub main: Option<Found>,
+    pub subagents: Vec<Found>,
+}
+
+impl Group {
+    pub fn label(&self) -> &str {
+        self.main
+            .as_ref()
+            .or(self.subagents.first())
+            .map(|f| f.label.as_str())
+            .unwrap_or("")
     }
 }
 
-/// The `.jsonl` files named, directories expanded one level, sorted.
-pub fn collect(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(p)?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.extension().is_some_and(|x| x == "jsonl"))
-                .collect();
-            files.sort();
-            out.extend(files);
-        } else {
-            out.push(p.clone());
+/// Sorts files into sessions: a subagent transcript joins the main transcript with the same
+/// `sessionId`, or, with none at hand, the other subagent transcripts of that session. Files that
+/// are not transcripts come back with the reason.
+pub fn plan(found: Vec<Found>, kind_of: impl Fn(&Path) -> Result<Kind, String>) -> Plan {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut main_of: HashMap<String, usize> = HashMap::new();
+    let mut orphans_of: HashMap<String, usize> = HashMap::new();
+    let mut pending: Vec<(Option<String>, Found)> = Vec::new();
+    let mut skipped = Vec::new();
+    for f in found {
+        match kind_of(&f.path) {
+            Err(why) => skipped.push((f.label, why)),
+            Ok(Kind::NotTranscript) => skipped.push((
+                f.label,
+                "not a Claude Code transcript (no user or assistant message line)".to_string(),
+            )),
+            Ok(Kind::Session { session_id }) => {
+                if let Some(s) = session_id {
+                    main_of.entry(s).or_insert(groups.len());
+                }
+                groups.push(Group {
+                    main: Some(f),
+                    subagents: Vec::new(),
+                });
+            }
+            Ok(Kind::Subagent { session_id }) => pending.push((session_id, f)),
         }
     }
-    Ok(out)
+    for (session, f) in pending {
+        let target = match &session {
+            Some(s) => match main_of.get(s).or(orphans_of.get(s)) {
+                Some(&i) => i,
+                None => {
+                    orphans_of.insert(s.clone(), groups.len());
+                    groups.push(Group::default());
+                    groups.len() - 1
+                }
+            },
+            None => {
+                groups.push(Group::default());
+                groups.len() - 1
+            }
+        };
+        groups[target].subagents.push(f);
+    }
+    Plan { groups, skipped }
+}
+
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub groups: Vec<Group>,
+    /// (file, why it is not replayed)
+    pub skipped: Vec<(String, String)>,
 }
 
 /// Warnings and would-be blocks per detector, over all sessions.
@@ -126,8 +335,101 @@ pub fn tally(reports: &[SessionReport]) -> BTreeMap<&'static str, (usize, usize)
     t
 }
 
-pub fn file_label(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string())
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::Severity;
+    use serde_json::json;
+
+    fn stop(continued: bool, ms: u64) -> ConvertedPayload {
+        ConvertedPayload {
+            event: "Stop",
+            payload: json!({"session_id": "s", "hook_event_name": "Stop", "prompt_id": "p",
+                            "stop_hook_active": false, "last_assistant_message": "done"}),
+            at: Some(UNIX_EPOCH + std::time::Duration::from_millis(ms)),
+            call_index: Some(7),
+            call_last: None,
+            continued,
+        }
+    }
+
+    /// A judge that blocks every Stop, recording what it was shown.
+    fn blocking(
+        seen: &mut Vec<(bool, u64)>,
+    ) -> impl FnMut(&Payload, Event, u64) -> Vec<Verdict> + '_ {
+        move |p, _, ms| {
+            seen.push((p.stop_hook_active == Some(true), ms));
+            vec![Verdict::new(
+                "progress_gate",
+                Action::Deny,
+                Severity::Medium,
+                "no".into(),
+            )]
+        }
+    }
+
+    #[test]
+    fn a_blocked_stop_is_asked_again_once() {
+        let mut seen = Vec::new();
+        let (fired, stops) = judge_all(&[stop(false, 5_000)], blocking(&mut seen));
+        assert_eq!(seen, [(false, 5_000), (true, 5_000)]);
+        assert_eq!(stops, 2);
+        assert_eq!(fired.len(), 2);
+        assert!(fired.iter().all(|f| f.is_block() && f.call == Some(7)));
+        assert!(!fired[0].continuation && fired[1].continuation);
+        // The transcript already shows the turn going on after this Stop: it plays that instead.
+        let mut seen = Vec::new();
+        let (fired, stops) = judge_all(&[stop(true, 5_000)], blocking(&mut seen));
+        assert_eq!((fired.len(), stops), (1, 1));
+    }
+
+    #[test]
+    fn the_clock_never_goes_back() {
+        let mut seen = Vec::new();
+        let payloads = [stop(true, 9_000), stop(true, 4_000)];
+        judge_all(&payloads, blocking(&mut seen));
+        assert_eq!(seen, [(false, 9_000), (false, 9_000)]);
+    }
+
+    fn found(label: &str) -> Found {
+        Found {
+            path: PathBuf::from(label),
+            label: label.to_string(),
+        }
+    }
+
+    #[test]
+    fn subagent_transcripts_join_their_session() {
+        let files = [
+            "a.jsonl",
+            "a/subagents/agent-1.jsonl",
+            "b/subagents/agent-2.jsonl",
+            "b/subagents/agent-3.jsonl",
+            "notes.jsonl",
+        ];
+        let p = plan(files.iter().map(|f| found(f)).collect(), |p| {
+            let s = p.to_string_lossy();
+            let session = |id: &str| Some(id.to_string());
+            Ok(match s.as_ref() {
+                "a.jsonl" => Kind::Session {
+                    session_id: session("A"),
+                },
+                "a/subagents/agent-1.jsonl" => Kind::Subagent {
+                    session_id: session("A"),
+                },
+                "notes.jsonl" => Kind::NotTranscript,
+                _ => Kind::Subagent {
+                    session_id: session("B"),
+                },
+            })
+        });
+        assert_eq!(p.groups.len(), 2);
+        assert_eq!(p.groups[0].label(), "a.jsonl");
+        assert_eq!(p.groups[0].subagents.len(), 1);
+        assert!(p.groups[1].main.is_none());
+        assert_eq!(p.groups[1].label(), "b/subagents/agent-2.jsonl");
+        assert_eq!(p.groups[1].subagents.len(), 2);
+        assert_eq!(p.skipped.len(), 1);
+        assert_eq!(p.skipped[0].0, "notes.jsonl");
+    }
 }

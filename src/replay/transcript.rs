@@ -1,6 +1,7 @@
 //! Turns one Claude Code session transcript (the JSONL file Claude Code writes under
-//! `~/.claude/projects/`) into the hook payloads Claude Code 2.1.330 would have fired for it, in
-//! firing order. Pure: no I/O, never panics, skips lines and shapes it does not know.
+//! `~/.claude/projects/`), with the transcripts of its subagents, into the hook payloads Claude
+//! Code 2.1.330 would have fired for it, in firing order. Pure: no I/O, never panics, skips lines
+//! and shapes it does not know.
 //!
 //! What is mapped, and how (see `hooks-observed.md` for the real CLI's behaviour):
 //! - a real user prompt → `UserPromptSubmit`, with the line's `promptId` or `replay-prompt-<n>`;
@@ -15,7 +16,23 @@
 //! - the end of a turn → `Stop` (`SubagentStop` in a subagent), unless the turn had no model
 //!   activity, was interrupted by the user, ended in an API error or was cut off mid-call;
 //! - subagent lines (`agentId`, or `isSidechain` chains in old transcripts) add `agent_id` and
-//!   `agent_type` to their payloads.
+//!   `agent_type` to their payloads. They come from three places: `agent_progress` lines in the
+//!   main transcript (the subagent's messages as they happened), the subagent's own transcript
+//!   (`<session>/subagents/agent-<id>.jsonl`, merged in by timestamp), and old inline sidechains.
+//!   A message seen twice (same `uuid`, or the same `tool_use` id) is played once;
+//! - a permission refusal ("The user doesn't want to proceed…", also how staying in plan mode is
+//!   recorded) fired PreToolUse (it runs before the dialog) and no Post event (the tool never
+//!   ran); a plain "No" interrupts the turn (no PostToolBatch, no Stop), a "No" with feedback lets
+//!   the turn go on, and the batch carries the refusal text; a refusal with nobody to ask ("Claude
+//!   requested permissions to …, but you haven't granted it yet", "… needs approval") is the same
+//!   without the interruption;
+//! - a call Claude Code cancelled because a parallel sibling failed ("Sibling tool call errored")
+//!   fires no Post event either (cancelled calls never do); its PreToolUse fired only if the call
+//!   started before the sibling failed, which the transcript shows by order: a `tool_use` streamed
+//!   in after the first error of its batch never started. The batch carries the text;
+//! - a running call the person interrupted → `PostToolUseFailure` with `is_interrupt: true`, and
+//!   the turn ends without PostToolBatch or Stop;
+//! - `permission_mode` is the transcript's `permissionMode` when it records one.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
@@ -29,6 +46,8 @@ pub struct ReplayCall {
     pub index: usize,
     pub tool_name: String,
     pub tool_use_id: String,
+    /// The subagent that made the call; `None` for the main agent.
+    pub agent_id: Option<String>,
 }
 
 /// The converted session.
@@ -54,8 +73,66 @@ pub struct ConvertedPayload {
     pub payload: Value,
     /// The transcript timestamp of the line that caused the event.
     pub at: Option<SystemTime>,
-    /// The call's [`ReplayCall::index`] for PreToolUse / PostToolUse / PostToolUseFailure.
+    /// The call's [`ReplayCall::index`] for PreToolUse / PostToolUse / PostToolUseFailure; for
+    /// Stop / SubagentStop, the last call of the turn that ends.
     pub call_index: Option<usize>,
+    /// PostToolBatch only: the batch's calls are `call_index..=call_last`.
+    pub call_last: Option<usize>,
+    /// Stop / SubagentStop only: the transcript shows the turn going on after this Stop (a Stop
+    /// hook of the recorded session blocked it), so what followed is in the transcript.
+    pub continued: bool,
+}
+
+/// What a file holds, judged from its first conversation line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// No `user` / `assistant` line: not a Claude Code transcript.
+    NotTranscript,
+    /// A session's main transcript.
+    Session { session_id: Option<String> },
+    /// A subagent's own transcript (every line carries `agentId` or `isSidechain`).
+    Subagent { session_id: Option<String> },
+}
+
+/// Tells a session transcript from a subagent transcript and from a file that is neither, reading
+/// only as far as the first conversation line.
+pub fn inspect(text: &str) -> Kind {
+    for raw in text.lines() {
+        let raw = raw.trim();
+        if !raw.starts_with('{') {
+            continue;
+        }
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(raw) else {
+            continue;
+        };
+        let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
+        let session_id = str_field(&obj, "sessionId").map(str::to_string);
+        if kind == "progress" && agent_progress(&obj).is_some() {
+            return Kind::Session { session_id };
+        }
+        if (kind == "user" || kind == "assistant")
+            && obj.get("message").is_some_and(Value::is_object)
+        {
+            return if str_field(&obj, "agentId").is_some() || bool_field(&obj, "isSidechain") {
+                Kind::Subagent { session_id }
+            } else {
+                Kind::Session { session_id }
+            };
+        }
+    }
+    Kind::NotTranscript
+}
+
+/// The inner message and agent id of an `agent_progress` line.
+fn agent_progress(obj: &Map<String, Value>) -> Option<(&Map<String, Value>, &str)> {
+    let data = obj.get("data")?.as_object()?;
+    if data.get("type").and_then(Value::as_str) != Some("agent_progress") {
+        return None;
+    }
+    Some((
+        data.get("message")?.as_object()?,
+        str_field(data, "agentId")?,
+    ))
 }
 
 const PERMISSION_MODE: &str = "bypassPermissions";
@@ -68,11 +145,21 @@ const VALIDATION_ERRORS: &[&str] = &[
     "String to replace not found",
     "File has not been read yet",
 ];
+/// Calls Claude Code cancelled because a parallel sibling failed.
+const CANCELLATIONS: &[&str] = &["Sibling tool call errored"];
+/// The person pressed Esc while the call ran.
+const INTERRUPTED: &str = "[Request interrupted by user";
 /// A person answered "No" in a permission dialog.
 const USER_REJECTIONS: &[&str] = &[
     "The user doesn't want to proceed",
     "The user doesn't want to take this action",
 ];
+/// A permission check refused the call with nobody to ask (`-p`, or a rule): the tool never ran.
+fn permission_denied(head: &str) -> bool {
+    let first = head.lines().next().unwrap_or("");
+    (head.starts_with("Claude requested permissions to") && first.contains("haven't granted it"))
+        || (!head.starts_with("Exit code") && first.contains(" needs approval"))
+}
 /// User texts that are not prompts for the model.
 const NOT_A_PROMPT: &[&str] = &[
     "<local-command-stdout>",
@@ -86,7 +173,12 @@ const NOT_A_PROMPT: &[&str] = &[
 
 /// Converts one transcript. `fallback_session_id` is used when no line has a `sessionId`.
 pub fn convert(text: &str, fallback_session_id: &str) -> Converted {
-    let mut skipped_lines = 0;
+    convert_group(text, &[], fallback_session_id)
+}
+
+/// The JSON object lines of a file, and how many lines were not one.
+fn parse_lines(text: &str) -> (Vec<Value>, usize) {
+    let mut skipped = 0;
     let mut lines = Vec::new();
     for raw in text.lines() {
         let raw = raw.trim();
@@ -95,11 +187,69 @@ pub fn convert(text: &str, fallback_session_id: &str) -> Converted {
         }
         match serde_json::from_str::<Value>(raw) {
             Ok(v @ Value::Object(_)) => lines.push(v),
-            _ => skipped_lines += 1,
+            _ => skipped += 1,
         }
     }
-    let session_id = lines
+    (lines, skipped)
+}
+
+/// Milliseconds since the epoch of a line's `timestamp`.
+fn line_ms(line: &Value) -> Option<u64> {
+    let t = parse_time(line.get("timestamp")?.as_str()?)?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    u64::try_from(d.as_millis()).ok()
+}
+
+/// Merges the files' lines into one timeline: each file keeps its own order, and between files
+/// the earlier timestamp goes first (a line without one keeps the time of the line before it;
+/// ties go to the earlier file, the main transcript first).
+fn merge(files: Vec<Vec<Value>>) -> Vec<Value> {
+    let keyed: Vec<Vec<(u64, Value)>> = files
+        .into_iter()
+        .map(|lines| {
+            let mut last = 0;
+            lines
+                .into_iter()
+                .map(|l| {
+                    last = line_ms(&l).unwrap_or(last);
+                    (last, l)
+                })
+                .collect()
+        })
+        .collect();
+    let total = keyed.iter().map(Vec::len).sum();
+    let mut iters: Vec<_> = keyed
+        .into_iter()
+        .map(|v| v.into_iter().peekable())
+        .collect();
+    let mut out = Vec::with_capacity(total);
+    loop {
+        let next = iters
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, it)| it.peek().map(|(k, _)| (*k, i)))
+            .min();
+        let Some((_, i)) = next else { break };
+        if let Some((_, line)) = iters[i].next() {
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// Converts a session's main transcript together with its subagents' own transcripts (`main` may
+/// be empty when only subagent transcripts are at hand).
+pub fn convert_group(main: &str, subagents: &[&str], fallback_session_id: &str) -> Converted {
+    let mut skipped_lines = 0;
+    let mut files = Vec::with_capacity(subagents.len() + 1);
+    for text in std::iter::once(main).chain(subagents.iter().copied()) {
+        let (lines, skipped) = parse_lines(text);
+        skipped_lines += skipped;
+        files.push(lines);
+    }
+    let session_id = files
         .iter()
+        .flatten()
         .filter_map(|l| l.get("sessionId").and_then(Value::as_str))
         .find(|s| !s.is_empty())
         .map(str::to_string)
@@ -110,6 +260,11 @@ pub fn convert(text: &str, fallback_session_id: &str) -> Converted {
                 fallback_session_id.to_string()
             }
         });
+    let lines = if files.len() == 1 {
+        files.pop().unwrap_or_default()
+    } else {
+        merge(files)
+    };
 
     let mut conv = Conv::new(session_id);
     for line in &lines {
@@ -138,6 +293,8 @@ enum Outcome {
     Denied { by_user: bool },
     /// Rejected by input validation before PreToolUse: only the PostToolBatch entry.
     Rejected,
+    /// Cancelled because a parallel sibling failed: no Post event; PreToolUse only if it started.
+    Cancelled,
 }
 
 fn classify(tool: &str, is_error: bool, text: &str) -> Outcome {
@@ -145,6 +302,9 @@ fn classify(tool: &str, is_error: bool, text: &str) -> Outcome {
         return Outcome::Success;
     }
     let head = text.trim_start();
+    if CANCELLATIONS.iter().any(|m| head.contains(m)) {
+        return Outcome::Cancelled;
+    }
     if (VALIDATED_BEFORE_PRE.contains(&tool) && VALIDATION_ERRORS.iter().any(|m| head.contains(m)))
         || head.contains("<tool_use_error>InputValidationError")
     {
@@ -153,7 +313,7 @@ fn classify(tool: &str, is_error: bool, text: &str) -> Outcome {
     if USER_REJECTIONS.iter().any(|m| head.starts_with(m)) {
         return Outcome::Denied { by_user: true };
     }
-    if head.contains("hook error") {
+    if head.contains("hook error") || permission_denied(head) {
         return Outcome::Denied { by_user: false };
     }
     Outcome::Failure
@@ -177,14 +337,20 @@ struct Turn {
     stop_hook_active: bool,
     api_error: bool,
     open_calls: HashSet<String>,
+    /// The turn's last tool call, named by the Stop that ends it.
+    last_call: Option<usize>,
 }
 
 struct Batch {
     key: String,
     call_ids: Vec<String>,
     last_at: Option<SystemTime>,
-    /// A call of the batch was refused by the person: the real CLI aborts the turn, no batch.
+    /// A call of the batch was refused or interrupted by the person: if the turn is then
+    /// interrupted, the real CLI fires no batch.
     aborted: bool,
+    /// Where the batch's first failure landed in the output: a sibling cancelled after it whose
+    /// PreToolUse comes later never started.
+    first_error_slot: Option<usize>,
 }
 
 struct PendingPrompt {
@@ -227,6 +393,12 @@ struct Conv {
     by_uuid: HashMap<String, usize>,
     calls: HashMap<String, Call>,
     call_list: Vec<ReplayCall>,
+    /// `uuid`s of the conversation lines played: progress lines and subagent transcripts repeat them.
+    seen_lines: HashSet<String>,
+    permission_mode: String,
+    /// A subagent's `agent_type`: the `subagent_type` of the Task call that started it, when a
+    /// progress line names that call.
+    agent_types: HashMap<String, String>,
 }
 
 fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
@@ -302,6 +474,9 @@ impl Conv {
             by_uuid: HashMap::new(),
             calls: HashMap::new(),
             call_list: Vec::new(),
+            seen_lines: HashSet::new(),
+            permission_mode: PERMISSION_MODE.to_string(),
+            agent_types: HashMap::new(),
         }
     }
 
@@ -317,6 +492,8 @@ impl Conv {
             payload: Value::Object(payload),
             at,
             call_index,
+            call_last: None,
+            continued: false,
         }));
         self.out.len() - 1
     }
@@ -328,10 +505,14 @@ impl Conv {
         m.insert("transcript_path".into(), json!(""));
         m.insert("cwd".into(), json!(self.cwd));
         m.insert("prompt_id".into(), json!(prompt_id));
-        m.insert("permission_mode".into(), json!(PERMISSION_MODE));
+        m.insert("permission_mode".into(), json!(self.permission_mode));
         if let Some(agent) = &self.threads[thread].agent_id {
+            let kind = self
+                .agent_types
+                .get(agent)
+                .map_or(AGENT_TYPE, String::as_str);
             m.insert("agent_id".into(), json!(agent));
-            m.insert("agent_type".into(), json!(AGENT_TYPE));
+            m.insert("agent_type".into(), json!(kind));
         }
         m.insert("hook_event_name".into(), json!(event));
         m
@@ -390,7 +571,36 @@ impl Conv {
         if let Some(cwd) = str_field(obj, "cwd") {
             self.cwd = cwd.to_string();
         }
+        if let Some(mode) = str_field(obj, "permissionMode") {
+            self.permission_mode = mode.to_string();
+        }
         let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
+        if kind == "progress" {
+            // A subagent's message as it happened, wrapped in the main transcript.
+            if let Some((inner, agent)) = agent_progress(obj) {
+                let started_by =
+                    str_field(obj, "parentToolUseID").and_then(|id| self.calls.get(id));
+                if let Some(kind) = started_by
+                    .and_then(|c| c.input.get("subagent_type"))
+                    .and_then(Value::as_str)
+                    .filter(|k| !k.is_empty())
+                {
+                    self.agent_types.insert(agent.to_string(), kind.to_string());
+                }
+                let mut l = inner.clone();
+                l.insert("agentId".into(), json!(agent));
+                l.insert("isSidechain".into(), json!(true));
+                for key in ["sessionId", "cwd", "timestamp"] {
+                    if !l.contains_key(key) {
+                        if let Some(v) = obj.get(key) {
+                            l.insert(key.into(), v.clone());
+                        }
+                    }
+                }
+                self.line(&Value::Object(l));
+            }
+            return;
+        }
         if kind == "system" && str_field(obj, "subtype") == Some("compact_boundary") {
             // Calls left open by a compaction never get their result: let the turn end normally.
             for thread in &mut self.threads {
@@ -406,6 +616,11 @@ impl Conv {
         let Some(message) = obj.get("message").and_then(Value::as_object) else {
             return;
         };
+        if let Some(uuid) = str_field(obj, "uuid") {
+            if !self.seen_lines.insert(uuid.to_string()) {
+                return; // already played from a progress line or the other transcript
+            }
+        }
         let at = str_field(obj, "timestamp").and_then(parse_time);
         let thread = self.thread_for(obj);
         if kind == "assistant" {
@@ -424,6 +639,7 @@ impl Conv {
             stop_hook_active: false,
             api_error: false,
             open_calls: HashSet::new(),
+            last_call: None,
         });
     }
 
@@ -462,7 +678,7 @@ impl Conv {
         m.insert("transcript_path".into(), json!(""));
         m.insert("cwd".into(), json!(self.cwd));
         m.insert("prompt_id".into(), json!(prompt_id));
-        m.insert("permission_mode".into(), json!(PERMISSION_MODE));
+        m.insert("permission_mode".into(), json!(self.permission_mode));
         m.insert("hook_event_name".into(), json!("UserPromptSubmit"));
         m.insert("prompt".into(), json!(text));
         self.push("UserPromptSubmit", m, at, None);
@@ -562,6 +778,7 @@ impl Conv {
             index,
             tool_name: name.to_string(),
             tool_use_id: id.to_string(),
+            agent_id: self.threads[thread].agent_id.clone(),
         });
         let mut m = self.base(thread, &prompt_id, "PreToolUse");
         m.insert("tool_name".into(), json!(name));
@@ -575,11 +792,13 @@ impl Conv {
                 call_ids: Vec::new(),
                 last_at: None,
                 aborted: false,
+                first_error_slot: None,
             })
             .call_ids
             .push(id.to_string());
         if let Some(turn) = th.turn.as_mut() {
             turn.open_calls.insert(id.to_string());
+            turn.last_call = Some(index);
         }
         self.calls.insert(
             id.to_string(),
@@ -699,8 +918,17 @@ impl Conv {
             call.at,
         );
 
-        // An old-style inline subagent ends before its Task result is written.
-        if let Some(p) = input.get("prompt").and_then(Value::as_str) {
+        // A subagent run in the foreground ends before its Task result is written (a background
+        // one has only been launched when its result comes back).
+        let launched = structured.is_some_and(|s| {
+            s.get("isAsync").and_then(Value::as_bool) == Some(true)
+                || s.get("status").and_then(Value::as_str) == Some("async_launched")
+        });
+        if let Some(p) = input
+            .get("prompt")
+            .and_then(Value::as_str)
+            .filter(|_| !launched)
+        {
             for t in 1..self.threads.len() {
                 if self.threads[t].turn.is_some()
                     && self.threads[t].root_prompt.as_deref() == Some(p)
@@ -738,11 +966,25 @@ impl Conv {
                 self.push("PostToolUse", m, at, Some(index));
             }
             Outcome::Denied { .. } => {}
+            Outcome::Cancelled => {
+                let first_error = self.threads[thread]
+                    .batch
+                    .as_ref()
+                    .filter(|b| b.call_ids.iter().any(|c| c == id))
+                    .and_then(|b| b.first_error_slot);
+                if first_error.is_some_and(|e| pre_slot > e) {
+                    // Streamed in after its sibling failed: it never started.
+                    if let Some(slot) = self.out.get_mut(pre_slot) {
+                        *slot = None;
+                    }
+                }
+            }
             Outcome::Failure => {
                 let interrupt = structured
                     .and_then(|s| s.get("interrupted"))
                     .and_then(Value::as_bool)
-                    .unwrap_or(false);
+                    .unwrap_or(false)
+                    || text.contains(INTERRUPTED);
                 let mut m = self.base(thread, &prompt_id, "PostToolUseFailure");
                 m.insert("tool_name".into(), json!(name));
                 m.insert("tool_input".into(), input);
@@ -762,12 +1004,20 @@ impl Conv {
         if let Some(call) = self.calls.get_mut(id) {
             call.response = Some(content);
         }
+        // Payloads after this slot came after the failure (the Post just written, or the last
+        // payload before a rejected call).
+        let failed_at = matches!(outcome, Outcome::Failure | Outcome::Rejected)
+            .then(|| self.out.len().saturating_sub(1));
+        let interrupted = outcome == Outcome::Failure && text.contains(INTERRUPTED);
         let th = &mut self.threads[thread];
         if let Some(batch) = th.batch.as_mut() {
             if batch.call_ids.iter().any(|c| c == id) {
                 batch.last_at = at.or(batch.last_at);
-                if outcome == (Outcome::Denied { by_user: true }) {
+                if outcome == (Outcome::Denied { by_user: true }) || interrupted {
                     batch.aborted = true;
+                }
+                if batch.first_error_slot.is_none() {
+                    batch.first_error_slot = failed_at;
                 }
             }
         }
@@ -783,6 +1033,7 @@ impl Conv {
         };
         let mut prompt_id = None;
         let mut entries = Vec::new();
+        let (mut first, mut last) = (None, None);
         for id in &batch.call_ids {
             let Some(call) = self.calls.get(id) else {
                 continue;
@@ -791,6 +1042,8 @@ impl Conv {
                 continue; // never answered (cut-off transcript)
             };
             prompt_id.get_or_insert_with(|| call.prompt_id.clone());
+            first = first.or(Some(call.index));
+            last = Some(call.index);
             entries.push(json!({
                 "tool_name": call.name,
                 "tool_input": call.input,
@@ -803,7 +1056,10 @@ impl Conv {
         };
         let mut m = self.base(thread, &prompt_id, "PostToolBatch");
         m.insert("tool_calls".into(), Value::Array(entries));
-        self.push("PostToolBatch", m, batch.last_at, None);
+        let slot = self.push("PostToolBatch", m, batch.last_at, first);
+        if let Some(Some(p)) = self.out.get_mut(slot) {
+            p.call_last = last;
+        }
     }
 
     /// A Stop hook blocked: Stop fired, then the model went on in the same turn.
@@ -813,7 +1069,11 @@ impl Conv {
             return;
         };
         if turn.activity && turn.open_calls.is_empty() {
-            self.emit_stop(thread);
+            if let Some(slot) = self.emit_stop(thread) {
+                if let Some(Some(p)) = self.out.get_mut(slot) {
+                    p.continued = true;
+                }
+            }
         }
         if let Some(turn) = self.threads[thread].turn.as_mut() {
             turn.stop_hook_active = true;
@@ -849,15 +1109,14 @@ impl Conv {
         self.threads[thread].root_prompt = None;
     }
 
-    fn emit_stop(&mut self, thread: usize) {
-        let Some(turn) = self.threads[thread].turn.as_ref() else {
-            return;
-        };
-        let (prompt_id, active, last, at) = (
+    fn emit_stop(&mut self, thread: usize) -> Option<usize> {
+        let turn = self.threads[thread].turn.as_ref()?;
+        let (prompt_id, active, last, at, last_call) = (
             turn.prompt_id.clone(),
             turn.stop_hook_active,
             turn.last_text.clone(),
             turn.last_at,
+            turn.last_call,
         );
         let event = if thread == 0 { "Stop" } else { "SubagentStop" };
         let mut m = self.base(thread, &prompt_id, event);
@@ -868,7 +1127,7 @@ impl Conv {
         m.insert("last_assistant_message".into(), json!(last));
         m.insert("background_tasks".into(), json!([]));
         m.insert("session_crons".into(), json!([]));
-        self.push(event, m, at, None);
+        Some(self.push(event, m, at, last_call))
     }
 
     fn finish(&mut self) {
@@ -1032,6 +1291,10 @@ mod tests {
         assert_eq!(batch[2]["tool_response"], "File does not exist.");
         assert_eq!(c.call_list[2].tool_use_id, "c");
         assert_eq!(c.call_list[2].index, 3);
+        assert_eq!(
+            (c.payloads[7].call_index, c.payloads[7].call_last),
+            (Some(1), Some(3))
+        );
     }
 
     #[test]
@@ -1280,9 +1543,332 @@ mod tests {
         .join("\n");
         let c = convert(&t, "fb");
         assert_eq!(events(&c), ["UserPromptSubmit", "Stop", "Stop"]);
+        assert!(c.payloads[1].continued);
+        assert!(!c.payloads[2].continued);
         assert_eq!(c.payloads[1].payload["stop_hook_active"], false);
         assert_eq!(c.payloads[2].payload["stop_hook_active"], true);
         assert_eq!(c.payloads[2].payload["last_assistant_message"], "Second.");
+    }
+
+    /// A line of subagent `a1` as Claude Code writes it in the subagent's own transcript.
+    fn sub(uuid: &str, ts: &str, body: &str) -> String {
+        format!(
+            r#"{{"sessionId":"s1","cwd":"/p","isSidechain":true,"agentId":"a1","uuid":"{uuid}","timestamp":"{ts}",{body}}}"#
+        )
+    }
+
+    /// The same message wrapped in an `agent_progress` line of the main transcript.
+    fn progress(uuid: &str, ts: &str, body: &str) -> String {
+        format!(
+            r#"{{{S},"type":"progress","uuid":"p-{uuid}","timestamp":"{ts}","data":{{"type":"agent_progress","agentId":"a1","prompt":"Search.","message":{{"uuid":"{uuid}","timestamp":"{ts}",{body}}}}}}}"#
+        )
+    }
+
+    const SUB_PROMPT: &str = r#""type":"user","message":{"role":"user","content":"Search."}"#;
+    const SUB_GREP: &str = r#""type":"assistant","message":{"id":"sm1","role":"assistant","content":[{"type":"tool_use","id":"g1","name":"Grep","input":{"pattern":"x"}}]}"#;
+    const SUB_RESULT: &str = r#""type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"g1","content":"a.rs"}]}"#;
+    const SUB_TEXT: &str = r#""type":"assistant","message":{"id":"sm2","role":"assistant","content":[{"type":"text","text":"Found it."}]}"#;
+
+    fn main_with_task(middle: &[String]) -> String {
+        let mut lines = vec![
+            prompt("delegate", "2026-02-10T22:57:54.764Z"),
+            tool_use(
+                "m1",
+                "task",
+                "Task",
+                json!({"prompt": "Search.", "description": "d"}),
+            ),
+        ];
+        lines.extend(middle.iter().cloned());
+        let mut done = result(
+            "task",
+            json!([{"type": "text", "text": "Found it."}]),
+            false,
+            None,
+        );
+        done = done.replace("22:58:01.500Z", "22:58:09.000Z");
+        lines.push(done);
+        lines.push(text("m2", "Done."));
+        lines.join("\n")
+    }
+
+    const SUBAGENT_EVENTS: [&str; 9] = [
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolBatch",
+        "SubagentStop",
+        "PostToolUse",
+        "PostToolBatch",
+        "Stop",
+    ];
+
+    #[test]
+    fn progress_lines_are_subagent_calls() {
+        let t = main_with_task(&[
+            progress("u1", "2026-02-10T22:58:02.000Z", SUB_PROMPT),
+            progress("u2", "2026-02-10T22:58:03.000Z", SUB_GREP),
+            progress("u3", "2026-02-10T22:58:04.000Z", SUB_RESULT),
+            progress("u4", "2026-02-10T22:58:05.000Z", SUB_TEXT),
+        ]);
+        let c = convert(&t, "fb");
+        assert_eq!(events(&c), SUBAGENT_EVENTS);
+        assert_eq!(c.calls, 2);
+        assert_eq!(c.call_list[1].agent_id.as_deref(), Some("a1"));
+        assert_eq!(c.call_list[0].agent_id, None);
+        let grep = &c.payloads[2].payload;
+        assert_eq!(grep["agent_id"], "a1");
+        assert_eq!(grep["agent_type"], "general-purpose");
+        assert_eq!(grep["session_id"], "s1");
+        assert_eq!(grep["prompt_id"], c.payloads[0].payload["prompt_id"]);
+        // The subagent's own time, not the parent's.
+        let at = |i: usize| c.payloads[i].at.unwrap();
+        assert_eq!(at(2), parse_time("2026-02-10T22:58:03.000Z").unwrap());
+        assert_eq!(c.payloads[5].payload["last_assistant_message"], "Found it.");
+        assert_eq!(c.payloads[5].call_index, Some(2));
+    }
+
+    #[test]
+    fn subagent_transcript_is_merged_by_time_and_played_once() {
+        let sub_file = [
+            sub("u1", "2026-02-10T22:58:02.000Z", SUB_PROMPT),
+            sub("u2", "2026-02-10T22:58:03.000Z", SUB_GREP),
+            sub("u3", "2026-02-10T22:58:04.000Z", SUB_RESULT),
+            sub("u4", "2026-02-10T22:58:05.000Z", SUB_TEXT),
+        ]
+        .join("\n");
+        // Only the subagent's own transcript has its calls.
+        let c = convert_group(&main_with_task(&[]), &[&sub_file], "fb");
+        assert_eq!(events(&c), SUBAGENT_EVENTS);
+        assert_eq!(c.calls, 2);
+        // Both the progress lines and the subagent's transcript: each message once.
+        let t = main_with_task(&[
+            progress("u1", "2026-02-10T22:58:02.000Z", SUB_PROMPT),
+            progress("u2", "2026-02-10T22:58:03.000Z", SUB_GREP),
+            progress("u3", "2026-02-10T22:58:04.000Z", SUB_RESULT),
+            progress("u4", "2026-02-10T22:58:05.000Z", SUB_TEXT),
+        ]);
+        let c = convert_group(&t, &[&sub_file], "fb");
+        assert_eq!(events(&c), SUBAGENT_EVENTS);
+        assert_eq!(c.calls, 2);
+        // A subagent transcript alone.
+        let c = convert_group("", &[&sub_file], "fb");
+        assert_eq!(
+            events(&c),
+            ["PreToolUse", "PostToolUse", "PostToolBatch", "SubagentStop"]
+        );
+        assert_eq!(c.sessions_id, "s1");
+    }
+
+    #[test]
+    fn background_subagent_outlives_its_launch() {
+        let launched = result(
+            "task",
+            json!("Async agent launched successfully."),
+            false,
+            Some(json!({"isAsync": true, "status": "async_launched", "agentId": "a1"})),
+        );
+        let t = [
+            prompt("delegate", "2026-02-10T22:57:54.764Z"),
+            tool_use(
+                "m1",
+                "task",
+                "Task",
+                json!({"prompt": "Search.", "description": "d"}),
+            ),
+            progress("u1", "2026-02-10T22:58:01.000Z", SUB_PROMPT),
+            launched,
+            progress("u2", "2026-02-10T22:58:03.000Z", SUB_GREP),
+            progress("u3", "2026-02-10T22:58:04.000Z", SUB_RESULT),
+            progress("u4", "2026-02-10T22:58:05.000Z", SUB_TEXT),
+        ]
+        .join("\n");
+        let c = convert(&t, "fb");
+        // One subagent turn: its Grep is not cut off by the launch result.
+        let stops = events(&c).iter().filter(|e| **e == "SubagentStop").count();
+        assert_eq!(stops, 1);
+        assert_eq!(c.calls, 2);
+    }
+
+    #[test]
+    fn sibling_cancellation_fires_no_post() {
+        let err = "<tool_use_error>Sibling tool call errored</tool_use_error>";
+        let t = [
+            prompt("check", "2026-02-10T22:57:54.764Z"),
+            tool_use("m1", "early", "Read", json!({"file_path": "/p/a"})),
+            tool_use("m1", "bad", "Bash", json!({"command": "false"})),
+            result("bad", json!("Exit code 1"), true, None),
+            tool_use(
+                "m1",
+                "late",
+                "Edit",
+                json!({"file_path": "/p/b", "old_string": "x", "new_string": "y"}),
+            ),
+            result("late", json!(err), true, None),
+            result("early", json!(err), true, None),
+            text("m2", "One failed."),
+        ]
+        .join("\n");
+        let c = convert(&t, "fb");
+        assert_eq!(
+            events(&c),
+            [
+                "UserPromptSubmit",
+                "PreToolUse",
+                "PreToolUse",
+                "PostToolUseFailure",
+                "PostToolBatch",
+                "Stop"
+            ]
+        );
+        // The call that started before the failure had its PreToolUse; the one streamed in after
+        // it never started. Both are in the batch with the text the model saw.
+        assert_eq!(c.payloads[1].payload["tool_use_id"], "early");
+        assert_eq!(c.payloads[2].payload["tool_use_id"], "bad");
+        let batch = &c.payloads[4].payload["tool_calls"];
+        assert_eq!(batch.as_array().unwrap().len(), 3);
+        assert_eq!(batch[0]["tool_response"], err);
+        assert_eq!(batch[2]["tool_use_id"], "late");
+        assert_eq!(batch[2]["tool_response"], err);
+        assert_eq!(c.calls, 3);
+    }
+
+    #[test]
+    fn refusal_with_feedback_goes_on_in_the_turn() {
+        let refusal = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\nnot like that";
+        let t = [
+            prompt("fix", "2026-02-10T22:57:54.764Z"),
+            tool_use("m1", "e1", "ExitPlanMode", json!({"plan": "p"})),
+            result(
+                "e1",
+                json!(refusal),
+                true,
+                Some(json!(format!("Error: {refusal}"))),
+            ),
+            text("m2", "Understood."),
+        ]
+        .join("\n");
+        let c = convert(&t, "fb");
+        assert_eq!(
+            events(&c),
+            ["UserPromptSubmit", "PreToolUse", "PostToolBatch", "Stop"]
+        );
+        assert_eq!(
+            c.payloads[2].payload["tool_calls"][0]["tool_response"],
+            refusal
+        );
+    }
+
+    #[test]
+    fn permission_denied_without_a_person_fires_no_post() {
+        let denied = "Claude requested permissions to write to /p/CLAUDE.md, but you haven't granted it yet.";
+        let t = [
+            prompt("write it", "2026-02-10T22:57:54.764Z"),
+            tool_use("m1", "w1", "Bash", json!({"command": "touch /p/x"})),
+            result(
+                "w1",
+                json!("touch in '/p/x' needs approval. Ask the user."),
+                true,
+                None,
+            ),
+            tool_use(
+                "m2",
+                "w2",
+                "Write",
+                json!({"file_path": "/p/CLAUDE.md", "content": "x"}),
+            ),
+            result("w2", json!(denied), true, None),
+            tool_use("m3", "w3", "Bash", json!({"command": "grep approval log"})),
+            result(
+                "w3",
+                json!("Exit code 1\nrun needs approval first"),
+                true,
+                None,
+            ),
+            text("m4", "I need permission."),
+        ]
+        .join("\n");
+        let c = convert(&t, "fb");
+        assert_eq!(
+            events(&c),
+            [
+                "UserPromptSubmit",
+                "PreToolUse",
+                "PostToolBatch",
+                "PreToolUse",
+                "PostToolBatch",
+                "PreToolUse",
+                "PostToolUseFailure",
+                "PostToolBatch",
+                "Stop"
+            ]
+        );
+        assert_eq!(
+            c.payloads[4].payload["tool_calls"][0]["tool_response"],
+            denied
+        );
+    }
+
+    #[test]
+    fn interrupted_call_fails_as_an_interrupt_and_ends_the_turn() {
+        let t = [
+            prompt("test", "2026-02-10T22:57:54.764Z"),
+            tool_use("m1", "t1", "Bash", json!({"command": "go test ./..."})),
+            result(
+                "t1",
+                json!("Exit code 137\n[Request interrupted by user for tool use]\n=== RUN   TestX"),
+                true,
+                None,
+            ),
+            prompt(
+                "[Request interrupted by user for tool use]",
+                "2026-02-10T22:58:02.000Z",
+            ),
+        ]
+        .join("\n");
+        let c = convert(&t, "fb");
+        assert_eq!(
+            events(&c),
+            ["UserPromptSubmit", "PreToolUse", "PostToolUseFailure"]
+        );
+        assert_eq!(c.payloads[2].payload["is_interrupt"], true);
+    }
+
+    #[test]
+    fn permission_mode_follows_the_transcript() {
+        let mut p = prompt("go", "2026-02-10T22:57:54.764Z");
+        p.insert_str(p.len() - 1, r#","permissionMode":"plan""#);
+        let t = [
+            p,
+            tool_use("m1", "t1", "Read", json!({"file_path": "/p/a"})),
+        ]
+        .join("\n");
+        let c = convert(&t, "fb");
+        assert_eq!(c.payloads[0].payload["permission_mode"], "plan");
+        assert_eq!(c.payloads[1].payload["permission_mode"], "plan");
+    }
+
+    #[test]
+    fn inspect_tells_transcripts_apart() {
+        assert_eq!(
+            inspect(&prompt("go", "2026-02-10T22:57:54.764Z")),
+            Kind::Session {
+                session_id: Some("s1".into())
+            }
+        );
+        assert_eq!(
+            inspect(&sub("u1", "2026-02-10T22:58:02.000Z", SUB_PROMPT)),
+            Kind::Subagent {
+                session_id: Some("s1".into())
+            }
+        );
+        assert_eq!(
+            inspect(r#"{"type":"summary","summary":"x"}"#),
+            Kind::NotTranscript
+        );
+        assert_eq!(inspect("{\"a\":1}\nnot json\n"), Kind::NotTranscript);
+        assert_eq!(inspect(""), Kind::NotTranscript);
     }
 
     #[test]
