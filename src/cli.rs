@@ -240,6 +240,13 @@ pub enum Command {
         /// Machine-readable output
         #[arg(long)]
         json: bool,
+        /// Install into Claude Code's managed settings (managed-settings.d/loopgate.json), where
+        /// user and project settings cannot disable the hooks; needs root
+        #[arg(long, conflicts_with = "settings")]
+        managed: bool,
+        /// Managed-settings directory [default: /etc/claude-code, or the macOS/Windows one]
+        #[arg(long, requires = "managed", value_name = "DIR")]
+        managed_dir: Option<PathBuf>,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(

@@ -372,12 +372,8 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
         breaker::check(&mut state.breaker, &session, ctx.now_ms, &cfg.breaker)
             .into_iter()
             .collect();
-    verdicts.extend(guard::check(
-        tool,
-        input,
-        ctx.state_dir.and_then(Path::to_str),
-        &cfg.guard,
-    ));
+    let guard_env = || guard::env_for(p.cwd.as_deref(), ctx.project_dir, ctx.state_dir);
+    verdicts.extend(guard::check(tool, input, guard_env, &cfg.guard));
     let key = call_key(tool, input);
     let class = ToolClass::of(tool);
     // Learn what a file held before the agent first changes it, so undoing a change is

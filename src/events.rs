@@ -75,11 +75,61 @@ pub fn line(m: &Meta, v: &Verdict) -> Value {
             o["thresholds"] = t;
         }
     }
+    // The one masking pass every line goes through, whatever a detector put in it.
+    crate::redact::mask_value(&mut o);
     o
 }
 
-/// Appends the lines under a log lock, rotating first when the file is too large. Lines from
-/// parallel hook processes never interleave.
+/// Longest line kept whole; a longer one keeps its fields but loses its evidence and most of its
+/// reason.
+const MAX_LINE: usize = 16 << 10;
+
+/// The bytes one call appends: each line bounded, and all of them together at most half the
+/// log's size, so that after rotation the log stays under `max_bytes` whatever one call does.
+fn render(lines: &[Value], max_bytes: u64) -> Result<Vec<u8>> {
+    let budget = (max_bytes / 2).max(MAX_LINE as u64 * 2) as usize;
+    let mut buf = Vec::new();
+    for (n, l) in lines.iter().enumerate() {
+        let mut one = serde_json::to_vec(l)?;
+        if one.len() > MAX_LINE {
+            let mut short = l.clone();
+            short["evidence"] = json!({"truncated": true});
+            if let Some(r) = l["reason"].as_str() {
+                short["reason"] = Value::String(crate::payload::clip(r, 2000));
+            }
+            if let Some(p) = l["preview"].as_str() {
+                short["preview"] = Value::String(crate::payload::clip(p, 200));
+            }
+            one = serde_json::to_vec(&short)?;
+            one.truncate(MAX_LINE);
+            if !one.ends_with(b"}") {
+                // Still too long (a huge tool name): keep the fact, not the text.
+                one = serde_json::to_vec(
+                    &json!({"ts": l["ts"], "detector": l["detector"], "decision": l["decision"], "truncated": true}),
+                )?;
+            }
+        }
+        if buf.len() + one.len() + 1 > budget {
+            let left = json!({
+                "ts": l["ts"],
+                "session": l["session"],
+                "event": l["event"],
+                "detector": "log",
+                "decision": "truncated",
+                "reason": format!("{} more lines of this call left out: the log is bounded", lines.len() - n),
+            });
+            serde_json::to_writer(&mut buf, &left)?;
+            buf.push(b'\n');
+            break;
+        }
+        buf.extend_from_slice(&one);
+        buf.push(b'\n');
+    }
+    Ok(buf)
+}
+
+/// Appends the lines under a log lock, rotating first when the file would grow past its size.
+/// Lines from parallel hook processes never interleave.
 pub fn append(dir: &Path, lines: &[Value], cfg: &Log, timeout: Duration) -> Result<()> {
     if lines.is_empty() {
         return Ok(());
@@ -88,16 +138,50 @@ pub fn append(dir: &Path, lines: &[Value], cfg: &Log, timeout: Duration) -> Resu
     let lock_path = dir.join("events.lock");
     let lock = open_private(&lock_path).context("cannot open the event log lock")?;
     lock_within(&lock, &lock_path, timeout, "the event log")?;
-    if fs::metadata(&path).is_ok_and(|m| m.len() > cfg.max_bytes) {
+    let buf = render(lines, cfg.max_bytes)?;
+    let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    if size > 0 && size + buf.len() as u64 > cfg.max_bytes {
         crate::gc::rotate(&path, cfg.generations).context("cannot rotate the event log")?;
-    }
-    let mut buf = Vec::new();
-    for l in lines {
-        serde_json::to_writer(&mut buf, l)?;
-        buf.push(b'\n');
     }
     let mut f = open_private(&path).context("cannot open the event log")?;
     f.seek(SeekFrom::End(0))?;
     f.write_all(&buf).context("cannot write the event log")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_call_never_outgrows_the_log() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = Log {
+            max_bytes: 64 << 10,
+            ..Log::default()
+        };
+        let line = |n: usize| json!({"ts": "t", "detector": "x", "reason": "r".repeat(n), "evidence": {"e": "v".repeat(n)}});
+        let huge: Vec<Value> = (0..2000).map(|_| line(300)).collect();
+        let t = Duration::from_secs(1);
+        for _ in 0..5 {
+            append(d.path(), &huge, &cfg, t).unwrap();
+            append(d.path(), &[line(1 << 20)], &cfg, t).unwrap();
+            for f in [FILE.to_string(), format!("{FILE}.1")] {
+                let len = fs::metadata(d.path().join(&f))
+                    .map(|m| m.len())
+                    .unwrap_or(0);
+                assert!(len <= cfg.max_bytes, "{f}: {len}");
+            }
+        }
+        let text = fs::read_to_string(d.path().join(FILE)).unwrap();
+        assert!(text
+            .lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok()));
+        assert!(
+            text.contains("left out")
+                || fs::read_to_string(d.path().join(format!("{FILE}.1")))
+                    .unwrap()
+                    .contains("left out")
+        );
+    }
 }

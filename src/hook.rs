@@ -13,7 +13,7 @@ use crate::state::SessionState;
 use crate::store::Store;
 use crate::verdict::strongest;
 use anyhow::{bail, Context, Result};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -21,17 +21,12 @@ use std::time::Duration;
 const MAX_INPUT: u64 = 64 << 20;
 
 pub fn run(cli: &Cli, expected: Event) -> Exit {
-    let mut input = Vec::new();
-    let read = std::io::stdin()
-        .lock()
-        .take(MAX_INPUT)
-        .read_to_end(&mut input);
+    // Streamed and compacted: a tool result of tens of megabytes is hashed, never held.
+    let read = crate::payload::compact::read_compact(std::io::stdin().lock(), MAX_INPUT);
     if crate::config_sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
         return Exit::Ok;
     }
-    let result = read
-        .context("cannot read hook input from stdin")
-        .and_then(|_| process(cli, expected, &input));
+    let result = read.and_then(|input| process(cli, expected, &input));
     match result {
         Ok(done) => {
             if !done.problems.is_empty() {
@@ -101,7 +96,8 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         worktree: &Git,
         state_dir: Some(store.dir()),
     };
-    let verdicts = engine::handle(&mut state, &payload, event, &ctx);
+    let mut verdicts = engine::handle(&mut state, &payload, event, &ctx);
+    verdicts.iter_mut().for_each(crate::redact::mask_verdict);
     store.save(&lock, &state)?;
     let enforced = cfg.mode == Mode::Enforce;
     let meta = events::Meta {

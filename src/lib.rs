@@ -138,6 +138,8 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             uninstall,
             restore,
             json,
+            managed,
+            managed_dir,
         } => cmd::setup::run(&cmd::setup::Options {
             settings: settings.as_deref(),
             bin: bin.as_deref(),
@@ -145,6 +147,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             uninstall: *uninstall,
             restore: restore.as_ref().map(|r| r.as_deref()),
             json: *json,
+            managed: managed.then(|| managed_dir.clone().unwrap_or_else(setup::managed_dir)),
         })?,
         Command::Report {
             state,

@@ -55,15 +55,9 @@ pub fn claude_user_settings() -> Option<PathBuf> {
     home_dir().map(|h| h.join(".claude").join("settings.json"))
 }
 
-/// Claude Code's managed settings directory for this platform.
+/// Claude Code's managed settings directory for this platform (the one `setup --managed` uses).
 pub fn claude_managed_dir() -> PathBuf {
-    if cfg!(target_os = "macos") {
-        PathBuf::from("/Library/Application Support/ClaudeCode")
-    } else if cfg!(windows) {
-        PathBuf::from(r"C:\Program Files\ClaudeCode")
-    } else {
-        PathBuf::from("/etc/claude-code")
-    }
+    crate::setup::managed_dir()
 }
 
 #[cfg(test)]

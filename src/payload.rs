@@ -91,8 +91,20 @@ pub struct Payload {
     /// UserPromptSubmit: what the user asked (only its digest is kept).
     #[serde(default)]
     pub prompt: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "batch_calls")]
     pub tool_calls: Option<Vec<BatchCall>>,
+}
+
+/// The batch's calls; entries that are not calls (such as the note [`compact`] leaves where it
+/// cut a very long batch) are skipped.
+fn batch_calls<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<BatchCall>>, D::Error> {
+    let raw: Option<Vec<Value>> = Option::deserialize(d)?;
+    Ok(raw.map(|calls| {
+        calls
+            .into_iter()
+            .filter_map(|c| serde_json::from_value(c).ok())
+            .collect()
+    }))
 }
 
 impl Payload {
@@ -181,6 +193,421 @@ pub fn clip(s: &str, max_chars: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// Reading stdin without materialising what is not needed. A hook payload may carry a tool
+/// result of tens of megabytes; loopgate needs its identity, not its bytes. [`read_compact`]
+/// streams the input once and writes compact JSON in which
+/// - every string longer than a cap (256 KiB, less as the output fills) becomes its first bytes
+///   (4 KiB at most) plus the length and SHA-256 of its raw bytes, so equal results still
+///   compare equal;
+/// - a container keeps its first [`MAX_CHILDREN`] children (fewer once [`MAX_TOKENS`] values
+///   have been kept); the rest becomes one string naming how many were left out and their hash.
+///
+/// Peak memory is then the compact output plus its parse, whatever the input: a few MiB.
+pub mod compact {
+    use anyhow::{bail, Result};
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+
+    /// Children kept per array or object.
+    pub const MAX_CHILDREN: u32 = 1024;
+    /// Values (strings, containers, scalars) kept in all.
+    pub const MAX_TOKENS: u64 = 50_000;
+    /// Strings share this much output: each may take a sixteenth of what is left, so together
+    /// they never exceed it (beyond a floor of [`MIN_STRING_CAP`] each).
+    const STRING_BUDGET: usize = 8 << 20;
+    /// Output past this (only a pathological input gets there: a number of megabytes) is not a
+    /// payload loopgate can judge.
+    pub const MAX_OUTPUT: usize = 16 << 20;
+    const MAX_DEPTH: usize = 128;
+    const STRING_CAP: usize = 256 << 10;
+    const MIN_STRING_CAP: usize = 64;
+    const PREFIX: usize = 4 << 10;
+
+    #[derive(Clone, Copy, PartialEq)]
+    enum Kind {
+        Object,
+        Array,
+    }
+
+    struct Frame {
+        kind: Kind,
+        children: u32,
+    }
+
+    struct Str {
+        buf: Vec<u8>,
+        len: u64,
+        cap: usize,
+        hash: Option<Sha256>,
+        escape: bool,
+    }
+
+    struct Skip {
+        kind: Kind,
+        depth: usize,
+        in_string: bool,
+        escape: bool,
+        elided: u64,
+        bytes: u64,
+        hash: Sha256,
+    }
+
+    #[derive(Default)]
+    pub struct Compactor {
+        pub out: Vec<u8>,
+        stack: Vec<Frame>,
+        string: Option<Str>,
+        skip: Option<Skip>,
+        tokens: u64,
+    }
+
+    /// Streams `r` (at most `cap` bytes) into compact JSON.
+    pub fn read_compact(mut r: impl Read, cap: u64) -> Result<Vec<u8>> {
+        let mut c = Compactor::default();
+        let mut buf = vec![0u8; 64 << 10];
+        let mut total = 0u64;
+        loop {
+            let n = match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(anyhow::Error::new(e).context("cannot read hook input from stdin"))
+                }
+            };
+            total += n as u64;
+            if total > cap {
+                bail!("hook input is larger than {} MiB; not judged", cap >> 20);
+            }
+            c.feed(&buf[..n])?;
+        }
+        c.finish();
+        Ok(c.out)
+    }
+
+    impl Compactor {
+        pub fn feed(&mut self, mut input: &[u8]) -> Result<()> {
+            while !input.is_empty() {
+                let used = if self.skip.is_some() {
+                    self.skipping(input)
+                } else if self.string.is_some() {
+                    self.in_string(input)
+                } else {
+                    self.structural(input)?
+                };
+                input = &input[used..];
+            }
+            if self.out.len() > MAX_OUTPUT {
+                bail!(
+                    "hook input holds more structure than loopgate judges (over {} MiB kept); not judged",
+                    MAX_OUTPUT >> 20
+                );
+            }
+            Ok(())
+        }
+
+        /// Strings and skips cut short by the end of the input are left open: the parser then
+        /// reports the input as truncated.
+        pub fn finish(&mut self) {
+            if let Some(s) = self.string.take() {
+                self.out.push(b'"');
+                self.out.extend_from_slice(&s.buf);
+            }
+        }
+
+        fn structural(&mut self, input: &[u8]) -> Result<usize> {
+            for (i, &b) in input.iter().enumerate() {
+                match b {
+                    b'"' => {
+                        self.tokens += 1;
+                        let room = STRING_BUDGET.saturating_sub(self.out.len()) / 16;
+                        self.string = Some(Str {
+                            buf: Vec::new(),
+                            len: 0,
+                            cap: room.clamp(MIN_STRING_CAP, STRING_CAP),
+                            hash: None,
+                            escape: false,
+                        });
+                        return Ok(i + 1);
+                    }
+                    b'{' | b'[' => {
+                        self.tokens += 1;
+                        if self.stack.len() >= MAX_DEPTH {
+                            bail!("hook input is nested more than {MAX_DEPTH} deep; not judged");
+                        }
+                        let kind = if b == b'{' { Kind::Object } else { Kind::Array };
+                        self.stack.push(Frame { kind, children: 0 });
+                        self.out.push(b);
+                    }
+                    b'}' | b']' => {
+                        self.stack.pop();
+                        self.out.push(b);
+                    }
+                    b',' => {
+                        let full = self.tokens >= MAX_TOKENS;
+                        if let Some(f) = self.stack.last_mut() {
+                            f.children += 1;
+                            if f.children >= MAX_CHILDREN || full {
+                                self.skip = Some(Skip {
+                                    kind: f.kind,
+                                    depth: 0,
+                                    in_string: false,
+                                    escape: false,
+                                    elided: 1,
+                                    bytes: 0,
+                                    hash: Sha256::new(),
+                                });
+                                return Ok(i + 1);
+                            }
+                        }
+                        self.tokens += 1;
+                        self.out.push(b);
+                    }
+                    b' ' | b'\t' | b'\n' | b'\r' => {}
+                    _ => self.out.push(b),
+                }
+            }
+            Ok(input.len())
+        }
+
+        fn in_string(&mut self, input: &[u8]) -> usize {
+            let s = self.string.as_mut().expect("in a string");
+            let mut i = 0;
+            while i < input.len() {
+                if s.escape {
+                    s.escape = false;
+                    i += 1;
+                    continue;
+                }
+                match memchr::memchr2(b'"', b'\\', &input[i..]) {
+                    Some(off) if input[i + off] == b'\\' => {
+                        s.escape = true;
+                        i += off + 1;
+                    }
+                    Some(off) => {
+                        Self::take(s, &input[..i + off]);
+                        let s = self.string.take().expect("in a string");
+                        self.close_string(s);
+                        return i + off + 1;
+                    }
+                    None => {
+                        i = input.len();
+                    }
+                }
+            }
+            // The chunk ends inside the string; an escape may straddle the boundary.
+            Self::take(s, input);
+            input.len()
+        }
+
+        /// Appends raw string bytes: kept while under the cap, hashed from then on.
+        fn take(s: &mut Str, bytes: &[u8]) {
+            s.len += bytes.len() as u64;
+            if let Some(h) = s.hash.as_mut() {
+                h.update(bytes);
+                return;
+            }
+            s.buf.extend_from_slice(bytes);
+            if s.buf.len() > s.cap {
+                let mut h = Sha256::new();
+                h.update(&s.buf);
+                s.hash = Some(h);
+                s.buf.truncate(safe_cut(&s.buf, PREFIX.min(s.cap)));
+                s.buf.shrink_to_fit();
+            }
+        }
+
+        fn close_string(&mut self, s: Str) {
+            self.out.push(b'"');
+            match s.hash {
+                None => self.out.extend_from_slice(&s.buf),
+                Some(h) => {
+                    let cut = safe_cut(&s.buf, PREFIX.min(s.cap));
+                    self.out.extend_from_slice(&s.buf[..cut]);
+                    let note = format!(
+                        "…[loopgate: {} bytes, sha256 {}]",
+                        s.len,
+                        crate::canon::hex16(&h.finalize())
+                    );
+                    self.out.extend_from_slice(note.as_bytes());
+                }
+            }
+            self.out.push(b'"');
+        }
+
+        fn skipping(&mut self, input: &[u8]) -> usize {
+            let k = self.skip.as_mut().expect("skipping");
+            let mut i = 0;
+            while i < input.len() {
+                let b = input[i];
+                if k.in_string {
+                    if k.escape {
+                        k.escape = false;
+                        i += 1;
+                    } else {
+                        // Jump to the next quote or backslash: skipped data is mostly strings.
+                        match memchr::memchr2(b'"', b'\\', &input[i..]) {
+                            Some(off) => {
+                                if input[i + off] == b'"' {
+                                    k.in_string = false;
+                                } else {
+                                    k.escape = true;
+                                }
+                                i += off + 1;
+                            }
+                            None => i = input.len(),
+                        }
+                    }
+                    continue;
+                }
+                let at = i;
+                i += 1;
+                match b {
+                    b'"' => k.in_string = true,
+                    b'{' | b'[' => k.depth += 1,
+                    b'}' | b']' if k.depth > 0 => k.depth -= 1,
+                    b'}' | b']' => {
+                        k.hash.update(&input[..at]);
+                        k.bytes += at as u64;
+                        let k = self.skip.take().expect("skipping");
+                        let note = format!(
+                            "[loopgate: {} more {} left out, {} bytes, sha256 {}]",
+                            k.elided,
+                            if k.kind == Kind::Array {
+                                "elements"
+                            } else {
+                                "members"
+                            },
+                            k.bytes,
+                            crate::canon::hex16(&k.hash.finalize())
+                        );
+                        let quoted = serde_json::to_string(&note).unwrap_or_default();
+                        if k.kind == Kind::Array {
+                            self.out.push(b',');
+                            self.out.extend_from_slice(quoted.as_bytes());
+                        } else {
+                            self.out.extend_from_slice(b",\"loopgate_elided\":");
+                            self.out.extend_from_slice(quoted.as_bytes());
+                        }
+                        self.out.push(b);
+                        self.stack.pop();
+                        return at + 1;
+                    }
+                    b',' if k.depth == 0 => k.elided += 1,
+                    _ => {}
+                }
+            }
+            k.hash.update(input);
+            k.bytes += input.len() as u64;
+            input.len()
+        }
+    }
+
+    /// The longest prefix of raw JSON string bytes, at most `max`, that ends neither inside an
+    /// escape sequence nor inside a UTF-8 character.
+    fn safe_cut(raw: &[u8], max: usize) -> usize {
+        let max = max.min(raw.len());
+        let mut i = 0;
+        let mut last_safe = 0;
+        while i < max {
+            last_safe = i;
+            if raw[i] == b'\\' {
+                i += if raw.get(i + 1) == Some(&b'u') { 6 } else { 2 };
+            } else {
+                i += 1;
+            }
+        }
+        if i == max {
+            last_safe = max;
+        }
+        while last_safe > 0 && last_safe < raw.len() && (raw[last_safe] & 0xC0) == 0x80 {
+            last_safe -= 1;
+        }
+        last_safe
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use serde_json::Value;
+
+        fn compact(text: &str, chunk: usize) -> Value {
+            let mut c = Compactor::default();
+            for part in text.as_bytes().chunks(chunk) {
+                c.feed(part).unwrap();
+            }
+            c.finish();
+            serde_json::from_slice(&c.out)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&c.out)))
+        }
+
+        #[test]
+        fn small_payloads_pass_unchanged() {
+            let v =
+                serde_json::json!({"a": "x \" y \\ z \u{e9}", "b": [1, 2.5, true, null], "c": {}});
+            for chunk in [1, 3, 1000] {
+                assert_eq!(compact(&v.to_string(), chunk), v);
+                assert_eq!(
+                    compact(&serde_json::to_string_pretty(&v).unwrap(), chunk),
+                    v
+                );
+            }
+        }
+
+        #[test]
+        fn big_strings_become_prefix_and_digest() {
+            let big = "é\\\"".repeat(200_000);
+            let text = serde_json::json!({"r": big, "k": 1}).to_string();
+            let a = compact(&text, 7);
+            let s = a["r"].as_str().unwrap();
+            assert!(
+                s.len() < 5000 && s.contains("sha256") && s.starts_with("é\\\""),
+                "{}",
+                &s[..50]
+            );
+            assert_eq!(a["k"], 1);
+            assert_eq!(compact(&text, 4096), a, "chunking changes nothing");
+            let other = serde_json::json!({"r": format!("{big}x"), "k": 1}).to_string();
+            assert_ne!(
+                compact(&other, 4096)["r"],
+                a["r"],
+                "different contents stay different"
+            );
+        }
+
+        #[test]
+        fn long_containers_are_cut() {
+            let arr: Vec<u32> = (0..5000).collect();
+            let objs: serde_json::Map<String, Value> = (0..3000)
+                .map(|i| (format!("k{i}"), Value::from(i)))
+                .collect();
+            let v = compact(
+                &serde_json::json!({"a": arr, "o": objs, "z": 1}).to_string(),
+                100,
+            );
+            let a = v["a"].as_array().unwrap();
+            assert_eq!(a.len(), MAX_CHILDREN as usize + 1);
+            assert!(a
+                .last()
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .contains("more elements"));
+            assert!(v["o"]["loopgate_elided"]
+                .as_str()
+                .unwrap()
+                .contains("more members"));
+            assert_eq!(v["z"], 1);
+        }
+
+        #[test]
+        fn depth_is_bounded() {
+            let mut c = Compactor::default();
+            assert!(c.feed(&vec![b'['; 1000]).is_err());
+        }
+    }
 }
 
 #[cfg(test)]

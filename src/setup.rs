@@ -564,6 +564,61 @@ fn write_atomic(path: &Path, contents: &[u8], permissions: Option<&fs::Permissio
     Ok(())
 }
 
+/// Claude Code's managed-settings directory on this system (2.1.330 reads no override for it).
+pub fn managed_dir() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/ClaudeCode")
+    } else if cfg!(windows) {
+        PathBuf::from(r"C:\Program Files\ClaudeCode")
+    } else {
+        PathBuf::from("/etc/claude-code")
+    }
+}
+
+/// loopgate's file in the managed-settings drop-in directory: it holds only loopgate's hooks.
+pub const MANAGED_FILE: &str = "loopgate.json";
+
+/// Installs (or removes) loopgate's hooks as a managed-settings drop-in,
+/// `<dir>/managed-settings.d/loopgate.json`. Managed hooks are the ones user and project settings
+/// cannot switch off (`disableAllHooks` outside managed settings does not reach them), so an
+/// agent editing `~/.claude/settings.json` or `.claude/settings.local.json` no longer disables
+/// loopgate. Writing there needs the rights of whoever administers the machine (usually root);
+/// the binary the hooks run should then be one the user cannot replace either.
+pub fn run_managed(dir: &Path, command_prefix: &str, uninstall: bool) -> Result<String> {
+    let drop_in = dir.join("managed-settings.d");
+    let path = drop_in.join(MANAGED_FILE);
+    let shown = path.display();
+    if uninstall {
+        return match fs::remove_file(&path) {
+            Ok(()) => Ok(format!("removed {shown}")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Ok(format!("{shown} does not exist; nothing to remove"))
+            }
+            Err(e) => Err(e).with_context(|| format!("cannot remove {shown}")),
+        };
+    }
+    let settings = json!({ "hooks": hook_block(command_prefix) });
+    let mut text = serde_json::to_string_pretty(&settings).context("cannot serialize settings")?;
+    text.push('\n');
+    if fs::read_to_string(&path).is_ok_and(|old| old == text) {
+        return Ok(format!("loopgate hooks already up to date in {shown}"));
+    }
+    #[cfg(unix)]
+    let permissions = {
+        use std::os::unix::fs::PermissionsExt;
+        // Readable by every user's Claude Code, writable by its owner only.
+        Some(fs::Permissions::from_mode(0o644))
+    };
+    #[cfg(not(unix))]
+    let permissions = None;
+    write_atomic(&path, text.as_bytes(), permissions.as_ref()).with_context(|| {
+        format!("cannot write {shown} (managed settings usually need root: try sudo)")
+    })?;
+    Ok(format!(
+        "installed loopgate hooks as managed settings in {shown}"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -973,5 +1028,34 @@ mod tests {
             assert_eq!(mode & 0o777, 0o640);
             assert!(backups(&path)[0].is_file());
         }
+    }
+
+    #[test]
+    fn managed_drop_in_holds_only_loopgates_hooks() {
+        let d = tempfile::tempdir().unwrap();
+        let msg = run_managed(d.path(), PREFIX, false).unwrap();
+        assert!(msg.starts_with("installed"), "{msg}");
+        let path = d.path().join("managed-settings.d").join(MANAGED_FILE);
+        let v: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v, json!({ "hooks": hook_block(PREFIX) }));
+        assert!(has_loopgate_hooks(&v));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o644
+            );
+        }
+        assert!(run_managed(d.path(), PREFIX, false)
+            .unwrap()
+            .contains("up to date"));
+        assert!(run_managed(d.path(), PREFIX, true)
+            .unwrap()
+            .starts_with("removed"));
+        assert!(!path.exists());
+        assert!(run_managed(d.path(), PREFIX, true)
+            .unwrap()
+            .contains("nothing to remove"));
     }
 }

@@ -105,7 +105,7 @@ impl Store {
     }
 
     pub fn save(&self, lock: &SessionLock, state: &SessionState) -> Result<()> {
-        let bytes = serde_json::to_vec(state).context("cannot serialise state")?;
+        let bytes = crate::redact::masked_json(state).context("cannot serialise state")?;
         write_atomic(&lock.state_path, &bytes)
     }
 

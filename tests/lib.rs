@@ -1,11 +1,14 @@
+mod big_inputs;
 mod common;
 mod e2e;
 mod faults;
 mod fuzz;
+mod guard_table;
 mod operate;
 mod protocol;
 mod readme;
 mod replay;
 mod robustness;
 mod scenario_runner;
+mod secrets;
 mod stop_gate;

@@ -30,7 +30,9 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
         .filter_map(|(_, p)| Store::peek(&p))
         .filter(|s| session.is_none_or(|id| s.session == crate::payload::clip(id, 128)))
         .collect();
-    let report = build(&events, &states);
+    let mut report = build(&events, &states);
+    // Logs written by older versions were not masked: mask on the way out too.
+    crate::redact::mask_value(&mut report);
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -12,9 +12,28 @@ pub struct Options<'a> {
     /// `Some(None)`: restore the newest backup; `Some(Some(path))`: that backup.
     pub restore: Option<Option<&'a Path>>,
     pub json: bool,
+    /// `Some(dir)`: install into Claude Code's managed-settings drop-in under `dir` instead of a
+    /// settings file (`setup --managed [--managed-dir DIR]`).
+    pub managed: Option<PathBuf>,
 }
 
 pub fn run(o: &Options) -> Result<()> {
+    if let Some(dir) = &o.managed {
+        let bin = match o.bin {
+            Some(b) => resolve_bin(b)?,
+            None => std::env::current_exe().context("cannot find this executable's path")?,
+        };
+        let prefix = crate::setup::command_prefix(&bin, o.observe)?;
+        println!("{}", crate::setup::run_managed(dir, &prefix, o.uninstall)?);
+        if !o.uninstall {
+            println!(
+                "remove loopgate from your own settings (`loopgate setup --uninstall`) so its hooks do not run twice, \
+                 and make sure {} is a binary the agent cannot replace (owned by root)",
+                bin.display()
+            );
+        }
+        return Ok(());
+    }
     let settings: PathBuf = match o.settings {
         Some(p) => p.to_path_buf(),
         None => crate::paths::claude_user_settings()

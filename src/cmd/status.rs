@@ -42,7 +42,9 @@ pub fn run(
         bail!("no state for session {id:?} in {}", store.dir().display());
     }
     if as_json {
-        let all: Vec<Value> = sessions.iter().map(|(stem, s)| summary(stem, s)).collect();
+        let mut all = Value::Array(sessions.iter().map(|(stem, s)| summary(stem, s)).collect());
+        // States written by older versions were not masked: mask on the way out too.
+        crate::redact::mask_value(&mut all);
         println!("{}", serde_json::to_string_pretty(&all)?);
         return Ok(());
     }
@@ -135,14 +137,23 @@ fn with_rfc3339(v: &mut Value) {
     }
 }
 
+/// `println!` with secrets masked.
+macro_rules! say {
+    ($($arg:tt)*) => { println!("{}", crate::redact::mask(&format!($($arg)*))) };
+}
+
 fn print_session(s: &SessionState) {
     let t = &s.totals;
-    println!("session {}  (updated {})", s.session, rfc3339(s.updated_ms));
-    println!(
+    say!("session {}  (updated {})", s.session, rfc3339(s.updated_ms));
+    say!(
         "  calls {}  failures {}  denials {}  warnings {}  stop blocks {}",
-        t.calls, t.failures, t.denials, t.warnings, t.blocks
+        t.calls,
+        t.failures,
+        t.denials,
+        t.warnings,
+        t.blocks
     );
-    println!(
+    say!(
         "  turn {}: {} edit attempts ({} failed), {} interventions, {} stop blocks",
         s.turn.number,
         s.turn.edit_attempts,
@@ -150,7 +161,7 @@ fn print_session(s: &SessionState) {
         s.turn.interventions,
         s.turn.stop_blocks
     );
-    println!(
+    say!(
         "  circuit breaker {}, {} turns in a row without progress",
         serde_json::to_value(s.breaker.state)
             .ok()
@@ -159,7 +170,7 @@ fn print_session(s: &SessionState) {
         s.breaker.no_progress_turns
     );
     for t in &s.breaker.history {
-        println!(
+        say!(
             "    {} {} -> {}: {}",
             rfc3339(t.at_ms),
             t.from,
@@ -167,7 +178,7 @@ fn print_session(s: &SessionState) {
             t.reason
         );
     }
-    println!(
+    say!(
         "  work: {} files tracked, {} new states so far",
         s.world.files.len(),
         s.world.novel_states
@@ -179,13 +190,13 @@ fn print_session(s: &SessionState) {
                 format!(", longest repeat: {call} gave the same answer {n}× in a row")
             })
             .unwrap_or_default();
-        println!(
+        say!(
             "  agent {name}: {} calls in the ledger{repeat}",
             a.ledger.entries.len()
         );
     }
     for n in &s.recent {
-        println!(
+        say!(
             "  {} {} {} {} [{} · {}{}] {}",
             rfc3339(n.at_ms),
             n.event,

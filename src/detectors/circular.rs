@@ -90,9 +90,53 @@ fn python_module(root: &Path, base: &Path, dots: usize, module: &str) -> Option<
     ])
 }
 
+/// Largest source file read for imports: a bigger one is not hand-written code.
+pub const MAX_SOURCE_BYTES: u64 = 1 << 20;
+
+/// A project source file's text, if it is safe to read: a regular file (no FIFO, device or
+/// socket, which could block or never end), at most [`MAX_SOURCE_BYTES`], and — when it is a
+/// symlink or under one — resolving inside the project. A committed symlink to `/dev/zero` or
+/// `/proc/self/pagemap` is refused, not read.
+pub fn read_source(file: &Path, project: &Path) -> Option<String> {
+    use std::io::Read;
+    let real = std::fs::canonicalize(file).ok()?;
+    let root = std::fs::canonicalize(project).ok()?;
+    if !real.starts_with(&root) {
+        return None;
+    }
+    let meta = std::fs::metadata(&real).ok()?;
+    if !meta.file_type().is_file() || meta.len() > MAX_SOURCE_BYTES {
+        return None;
+    }
+    let mut f = open_nonblocking(&real)?;
+    // The file may have changed since the check: read no more than the cap whatever it is now.
+    let mut bytes = Vec::new();
+    f.by_ref()
+        .take(MAX_SOURCE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES || !f.metadata().ok()?.file_type().is_file() {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// Opens for reading without blocking on a FIFO swapped in after the check.
+fn open_nonblocking(path: &Path) -> Option<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // O_NONBLOCK: opening a FIFO never waits for a writer.
+        o.custom_flags(0o4000);
+    }
+    o.open(path).ok()
+}
+
 /// Project files `file` imports.
 fn imports(file: &Path, project: &Path, l: Lang) -> Vec<PathBuf> {
-    let Ok(text) = std::fs::read_to_string(file) else {
+    let Some(text) = read_source(file, project) else {
         return Vec::new();
     };
     let dir = file.parent().unwrap_or(project);
@@ -267,6 +311,35 @@ mod tests {
             find_cycle(d.path(), &y, &cfg).unwrap(),
             ["web/y.ts", "web/x.ts", "web/y.ts"]
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn hostile_import_targets_are_refused_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        write(
+            p,
+            "a.py",
+            "import zero\nimport fifo\nimport big\nimport outside\n",
+        );
+        std::os::unix::fs::symlink("/dev/zero", p.join("zero.py")).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "o.py", "import a\n");
+        std::os::unix::fs::symlink(outside.path().join("o.py"), p.join("outside.py")).unwrap();
+        assert!(std::process::Command::new("mkfifo")
+            .arg(p.join("fifo.py"))
+            .status()
+            .unwrap()
+            .success());
+        let big = std::fs::File::create(p.join("big.py")).unwrap();
+        big.set_len(1 << 30).unwrap();
+        for name in ["zero.py", "fifo.py", "big.py", "outside.py"] {
+            assert!(read_source(&p.join(name), p).is_none(), "{name} was read");
+        }
+        assert!(read_source(&p.join("a.py"), p).is_some());
+        let cfg = Circular::default();
+        assert!(find_cycle(p, &p.join("a.py"), &cfg).is_none());
     }
 
     #[test]

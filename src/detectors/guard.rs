@@ -1,52 +1,1037 @@
-//! Tamper guard: the agent must not switch loopgate off by itself. Writes to loopgate's config
-//! files, and shell commands that edit them, reset its state or disable it, are denied unless the
-//! user allowed it in their own config (the project file cannot grant this).
+//! Tamper guard: the agent must not switch loopgate off by itself. Judged on meaning, not on
+//! substrings: a Bash command is parsed into simple commands and words ([`shell`]), every path it
+//! names is expanded and normalised ([`paths`]), and only what would *change* loopgate's state,
+//! its config files, its binary or Claude Code's settings — or run loopgate's own mutating
+//! commands — is denied. Reading any of them stays allowed.
+//!
+//! What it cannot stop: a determined agent with a shell can always find another way (a script it
+//! wrote earlier, an interpreter reading its program from a file, a download). The real answer is
+//! `loopgate setup --managed`, which Claude Code's user and project settings cannot override.
+
+mod paths;
+mod shell;
 
 use crate::config::Guard;
 use crate::verdict::{Action, Severity, Verdict};
+use paths::{Env, Op};
 use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+pub use paths::Env as GuardEnv;
 
 pub const NAME: &str = "guard";
 
-/// Shell fragments that would change what loopgate does.
-const SHELL_MARKERS: &[&str] = &[
-    "loopgate.toml",
-    "LOOPGATE_DISABLE",
-    "LOOPGATE_MODE",
-    "loopgate reset",
-    "loopgate setup",
-    "install.sh --uninstall",
+/// loopgate's subcommands that change something: setup rewires (or removes) the hooks, reset
+/// forgets loop state, and the hook subcommands fed a forged payload rewrite a session's state.
+const MUTATING: &[&str] = &[
+    "setup",
+    "reset",
+    "pre-tool-use",
+    "post-tool-use",
+    "post-tool-use-failure",
+    "post-tool-batch",
+    "stop",
+    "subagent-stop",
+    "user-prompt-submit",
 ];
 
-pub fn check(tool: &str, input: &Value, state_dir: Option<&str>, cfg: &Guard) -> Option<Verdict> {
-    if !cfg.enabled {
+/// Programs that read their arguments and write only to stdout (redirections are judged apart).
+const READERS: &[&str] = &[
+    "cat",
+    "tac",
+    "less",
+    "more",
+    "head",
+    "tail",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ag",
+    "ack",
+    "wc",
+    "ls",
+    "stat",
+    "file",
+    "diff",
+    "cmp",
+    "comm",
+    "jq",
+    "yq",
+    "bat",
+    "uniq",
+    "cut",
+    "tr",
+    "nl",
+    "od",
+    "xxd",
+    "hexdump",
+    "strings",
+    "sha256sum",
+    "sha1sum",
+    "sha512sum",
+    "md5sum",
+    "b2sum",
+    "cksum",
+    "readlink",
+    "realpath",
+    "basename",
+    "dirname",
+    "test",
+    "[",
+    "[[",
+    "echo",
+    "printf",
+    "which",
+    "type",
+    "whereis",
+    "du",
+    "df",
+    "tree",
+    "column",
+    "fold",
+    "fmt",
+    "base64",
+    "pwd",
+    "true",
+    "false",
+    "id",
+    "whoami",
+    "date",
+    "printenv",
+    "sleep",
+    "exit",
+    "return",
+    "cd",
+    "pushd",
+    "popd",
+    "export",
+    "declare",
+    "typeset",
+    "local",
+    "readonly",
+    "set",
+    "unset",
+    "source",
+    ".",
+    "alias",
+    "hash",
+    "shellcheck",
+    "sort",
+    "git-log",
+];
+
+/// Wrappers that run the rest of their arguments as a command.
+const WRAPPERS: &[&str] = &[
+    "sudo",
+    "doas",
+    "env",
+    "command",
+    "builtin",
+    "exec",
+    "nohup",
+    "nice",
+    "ionice",
+    "timeout",
+    "time",
+    "stdbuf",
+    "setsid",
+    "chronic",
+    "xargs",
+    "caffeinate",
+    "unbuffer",
+    "watch",
+    "strace",
+    "ltrace",
+    "flock",
+    "chroot",
+    "su",
+    "runuser",
+    "then",
+    "do",
+    "else",
+    "elif",
+    "if",
+    "while",
+    "until",
+    "!",
+];
+
+const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "busybox",
+];
+
+const INTERPRETERS: &[&str] = &[
+    "python",
+    "python2",
+    "python3",
+    "perl",
+    "ruby",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "php",
+    "lua",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "osascript",
+    "pwsh",
+    "tclsh",
+    "Rscript",
+];
+
+/// Fragments of protected paths, looked for in inline programs (`python -c`, `perl -e` …).
+const PATH_FRAGMENTS: &[&str] = &[
+    "loopgate.toml",
+    "loopgate/config",
+    ".claude/settings",
+    "settings.json",
+    "settings.local.json",
+    "managed-settings",
+    "state/loopgate",
+    "/loopgate",
+    "LOOPGATE_",
+    "disableAllHooks",
+];
+
+/// Signs that an inline program writes, moves or deletes something.
+const WRITE_MARKERS: &[&str] = &[
+    "'w'", "\"w\"", "'a'", "\"a\"", "'w+'", "\"w+\"", "'wb'", "\"wb\"", "write", "unlink",
+    "remove", "rename", "rmtree", "rmdir", "chmod", "chown", "symlink", "replace", "truncate",
+    "dump", "copy", "move", "print >", "open(>", "open(my", "system", "exec", "spawn", "rm ", ">",
+];
+
+/// Files that set the environment of the next session: `LOOPGATE_*` written there would reach
+/// every hook.
+const STARTUP_FILES: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".envrc",
+    "environment",
+    ".pam_environment",
+    "config.fish",
+];
+
+/// Judges one tool call; `env` is built only for the tools the guard reads.
+pub fn check(tool: &str, input: &Value, env: impl FnOnce() -> Env, cfg: &Guard) -> Option<Verdict> {
+    let relevant = matches!(
+        tool,
+        "Bash" | "Edit" | "MultiEdit" | "Write" | "NotebookEdit"
+    ) || tool.starts_with("mcp__");
+    if !cfg.enabled || !relevant {
         return None;
     }
-    let field = |k: &str| input.get(k).and_then(Value::as_str).unwrap_or("");
-    let hit = match tool {
-        "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => {
-            let path = [field("file_path"), field("notebook_path")].concat();
-            path.ends_with("loopgate.toml")
-                || path.ends_with("loopgate/config.toml")
-                || state_dir.is_some_and(|d| !d.is_empty() && path.starts_with(d))
-        }
-        "Bash" => {
-            let cmd = field("command");
-            SHELL_MARKERS.iter().any(|m| cmd.contains(m))
-                || state_dir.is_some_and(|d| !d.is_empty() && cmd.contains(d))
-        }
-        _ => false,
-    };
-    hit.then(|| {
+    let finding = judge(tool, input, &env())?;
+    Some(
         Verdict::new(
             NAME,
             Action::Deny,
             Severity::High,
-            "loopgate: changing loopgate's own configuration or state is reserved to the user. \
-             If loopgate is in your way, say so and ask the user to adjust it."
-                .to_string(),
+            format!(
+                "loopgate: {finding}. Changing loopgate's configuration, state, binary or Claude Code's \
+                 settings is reserved to the user; reading them is fine. If loopgate is in your way, \
+                 say so and ask the user to adjust it."
+            ),
         )
-    })
+        .with("finding", finding),
+    )
+}
+
+/// Why the call would disable or bypass loopgate, if it would.
+pub fn judge(tool: &str, input: &Value, env: &Env) -> Option<String> {
+    let field = |k: &str| input.get(k).and_then(Value::as_str).unwrap_or("");
+    match tool {
+        "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => {
+            let raw = [field("file_path"), field("notebook_path")].concat();
+            if raw.is_empty() {
+                return None;
+            }
+            let content = [
+                field("content"),
+                field("new_string"),
+                field("new_source"),
+                &input
+                    .get("edits")
+                    .map(|e| e.to_string())
+                    .unwrap_or_default(),
+            ]
+            .concat();
+            let path = env.absolute(&env.expand(&raw, &HashMap::new()), &env.cwd);
+            write_finding(env, &path, Op::Write, tool, Some(&content))
+        }
+        "Bash" => Bash::new(env).script(field("command"), 0),
+        t if t.starts_with("mcp__") => mcp(t, input, env),
+        _ => None,
+    }
+}
+
+/// A finding for a write or removal of `path`, or for `LOOPGATE_*`/`disableAllHooks` written to
+/// a file that sets the environment.
+fn write_finding(
+    env: &Env,
+    path: &Path,
+    op: Op,
+    how: &str,
+    content: Option<&str>,
+) -> Option<String> {
+    let hit = if path.to_string_lossy().contains(['*', '?', '[']) {
+        env.glob_hits(path, op)
+    } else {
+        env.hit(path, op)
+    };
+    if let Some((kind, p)) = hit {
+        return Some(format!(
+            "{how} would change {} ({})",
+            kind.describe(),
+            p.display()
+        ));
+    }
+    let name = path.file_name()?.to_string_lossy();
+    let disabling =
+        content.is_some_and(|c| c.contains("LOOPGATE_") || c.contains("disableAllHooks"));
+    let settings_like = name.ends_with(".json") && name.contains("settings");
+    if disabling && (STARTUP_FILES.contains(&name.as_ref()) || settings_like) {
+        return Some(format!(
+            "{how} would write LOOPGATE_* or disableAllHooks into {}",
+            path.display()
+        ));
+    }
+    None
+}
+
+/// MCP tools: a tool that is not plainly a reader and names a protected path in its input.
+fn mcp(tool: &str, input: &Value, env: &Env) -> Option<String> {
+    let action = tool
+        .rsplit("__")
+        .next()
+        .unwrap_or(tool)
+        .to_ascii_lowercase();
+    let changes = [
+        "write", "edit", "create", "move", "rename", "delete", "remove", "set", "put", "update",
+        "patch", "append", "upload", "chmod", "link", "copy", "save",
+    ]
+    .iter()
+    .any(|w| action.contains(w));
+    let reader = !changes
+        && [
+            "read", "get", "list", "search", "find", "view", "show", "query", "stat", "info",
+            "tree", "fetch", "describe",
+        ]
+        .iter()
+        .any(|r| action.starts_with(r) || action.contains(&format!("_{r}")));
+    if reader {
+        return None;
+    }
+    let mut strings = Vec::new();
+    collect_strings(input, &mut strings, 0);
+    let content = strings.join("\n");
+    for s in &strings {
+        if s.is_empty() || s.len() > 4096 || s.contains('\n') {
+            continue;
+        }
+        let looks_like_path = s.contains('/')
+            || s.starts_with('~')
+            || s.starts_with('$')
+            || s.ends_with(".toml")
+            || s.ends_with(".json");
+        if !looks_like_path {
+            continue;
+        }
+        let path = env.absolute(&env.expand(s, &HashMap::new()), &env.cwd);
+        if let Some(f) = write_finding(env, &path, Op::Remove, tool, Some(&content)) {
+            return Some(f);
+        }
+    }
+    None
+}
+
+fn collect_strings(v: &Value, out: &mut Vec<String>, depth: usize) {
+    if depth > 16 || out.len() > 256 {
+        return;
+    }
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out, depth + 1)),
+        Value::Object(m) => m.values().for_each(|x| collect_strings(x, out, depth + 1)),
+        _ => {}
+    }
+}
+
+/// Walks one Bash command line: variables assigned and directories entered along the way are
+/// followed, so `f=.claude/loopgate.toml; echo x > $f` and `cd ~/.claude && rm settings.json`
+/// are seen for what they do.
+struct Bash<'e> {
+    env: &'e Env,
+    vars: HashMap<String, String>,
+    cwd: PathBuf,
+    /// Whether each command substitution of the line being judged names loopgate.
+    subs: Vec<bool>,
+}
+
+impl<'e> Bash<'e> {
+    fn new(env: &'e Env) -> Self {
+        Bash {
+            env,
+            vars: HashMap::new(),
+            cwd: env.cwd.clone(),
+            subs: Vec::new(),
+        }
+    }
+
+    fn script(&mut self, line: &str, depth: usize) -> Option<String> {
+        if depth > 4 {
+            return None;
+        }
+        let parsed = shell::parse(line);
+        let mut subs = Vec::new();
+        for body in &parsed.substitutions {
+            if let Some(f) = self.script(body, depth + 1) {
+                return Some(f);
+            }
+            subs.push(body.contains("loopgate"));
+        }
+        let outer = std::mem::replace(&mut self.subs, subs);
+        let found = parsed
+            .commands
+            .iter()
+            .find_map(|cmd| self.simple(cmd, depth));
+        self.subs = outer;
+        found
+    }
+
+    fn expand(&self, word: &str) -> String {
+        self.env.expand(word, &self.vars)
+    }
+
+    fn path(&self, word: &str) -> PathBuf {
+        self.env.absolute(&self.expand(word), &self.cwd)
+    }
+
+    fn touch(&self, word: &str, op: Op, how: &str, content: Option<&str>) -> Option<String> {
+        if let Some(n) = shell::substitution_of(word).filter(|n| *word == shell::placeholder(*n)) {
+            // `rm "$(which loopgate)"`: the substitution names the binary.
+            return self
+                .subs
+                .get(n)
+                .copied()
+                .unwrap_or(false)
+                .then(|| format!("{how} would change the loopgate binary"));
+        }
+        if word.is_empty() {
+            return None;
+        }
+        write_finding(self.env, &self.path(word), op, how, content)
+    }
+
+    fn simple(&mut self, cmd: &shell::Simple, depth: usize) -> Option<String> {
+        let text = cmd.words.join(" ");
+        // Redirections first: whatever the program, `> file` writes the file.
+        for (op, target) in &cmd.redirs {
+            let writes = op.contains('>') && !(op == ">&" && is_descriptor(target));
+            if writes {
+                if let Some(f) =
+                    self.touch(target, Op::Write, &format!("`{op} {target}`"), Some(&text))
+                {
+                    return Some(f);
+                }
+            }
+        }
+        let mut words: Vec<String> = cmd.words.clone();
+        // Leading assignments: remembered for later words; LOOPGATE_* is the agent tampering.
+        while let Some(w) = words.first() {
+            match assignment(w) {
+                Some((name, value)) => {
+                    if name.starts_with("LOOPGATE_") {
+                        return Some(format!("setting {name} changes what loopgate does"));
+                    }
+                    let v = self.expand(value);
+                    self.vars.insert(name.to_string(), v);
+                    words.remove(0);
+                }
+                None => break,
+            }
+        }
+        loop {
+            let first = words.first()?;
+            let prog = base_name(&self.expand(first)).to_string();
+            if !WRAPPERS.contains(&prog.as_str()) {
+                break;
+            }
+            words.remove(0);
+            // Options of the wrapper, and assignments `env` passes on.
+            while let Some(w) = words.first() {
+                if let Some((name, _)) = assignment(w) {
+                    if name.starts_with("LOOPGATE_") {
+                        return Some(format!("setting {name} changes what loopgate does"));
+                    }
+                    words.remove(0);
+                } else if w.starts_with('-') {
+                    let takes_value = matches!(
+                        (prog.as_str(), w.as_str()),
+                        ("env", "-u" | "-C" | "-S")
+                            | ("sudo", "-u" | "-g" | "-C" | "-D")
+                            | ("nice", "-n")
+                            | ("timeout", "-s" | "-k")
+                            | ("xargs", "-I" | "-n" | "-P" | "-L" | "-d" | "-E" | "-s")
+                            | ("flock", "-w" | "-E")
+                            | ("su" | "runuser", "-c" | "-u")
+                    );
+                    if prog == "su" && w == "-c" && words.len() > 1 {
+                        let inner = words[1].clone();
+                        return self.script(&inner, depth + 1);
+                    }
+                    words.remove(0);
+                    if takes_value && !words.is_empty() {
+                        words.remove(0);
+                    }
+                } else if matches!(prog.as_str(), "timeout" | "nice")
+                    && w.chars().next().is_some_and(|c| c.is_ascii_digit())
+                {
+                    words.remove(0);
+                } else if prog == "flock" {
+                    // The lock file, then the command.
+                    words.remove(0);
+                    break;
+                } else {
+                    break;
+                }
+            }
+        }
+        let first = words.first()?.clone();
+        let expanded = self.expand(&first);
+        let prog = base_name(&expanded).to_string();
+        let args: Vec<String> = words[1..].to_vec();
+        // Export and declare: `export LOOPGATE_MODE=observe`.
+        if matches!(
+            prog.as_str(),
+            "export" | "declare" | "typeset" | "local" | "readonly" | "set"
+        ) {
+            for a in &args {
+                if let Some((name, value)) = assignment(a) {
+                    if name.starts_with("LOOPGATE_") {
+                        return Some(format!("setting {name} changes what loopgate does"));
+                    }
+                    let v = self.expand(value);
+                    self.vars.insert(name.to_string(), v);
+                }
+            }
+            return None;
+        }
+        if matches!(prog.as_str(), "cd" | "pushd") {
+            let to = args.iter().find(|a| !a.starts_with('-')).cloned();
+            self.cwd = match to {
+                Some(d) => self.path(&d),
+                None => self.env.home.clone().unwrap_or_else(|| self.cwd.clone()),
+            };
+            return None;
+        }
+        // loopgate itself, however it is reached.
+        let sub_is_loopgate = shell::substitution_of(&first)
+            .is_some_and(|n| self.subs.get(n).copied().unwrap_or(false));
+        let is_loopgate = matches!(prog.trim_end_matches(".exe"), "loopgate" | "loopgate-hook")
+            || sub_is_loopgate
+            || self.is_exe(&expanded);
+        if let Some(f) = loopgate_cli(&args, is_loopgate, READERS.contains(&prog.as_str())) {
+            return Some(f);
+        }
+        // Shells and eval run a command line of their own.
+        if prog == "eval" {
+            return self.script(&args.join(" "), depth + 1);
+        }
+        if SHELLS.contains(&prog.as_str()) {
+            // `busybox sh -c …`: the applet name comes first.
+            let skip =
+                usize::from(prog == "busybox" && args.first().is_some_and(|a| !a.starts_with('-')));
+            let mut it = args.iter().skip(skip);
+            while let Some(a) = it.next() {
+                if a.starts_with('-') && a.contains('c') && !a.starts_with("--") {
+                    return it.next().and_then(|s| self.script(s, depth + 1));
+                }
+                if !a.starts_with('-') {
+                    // A script file: what it does is not in the command line.
+                    return None;
+                }
+            }
+            return cmd.stdin.as_deref().and_then(|s| self.script(s, depth + 1));
+        }
+        if INTERPRETERS.contains(&prog.as_str())
+            || prog.starts_with("python")
+            || prog.starts_with("perl")
+        {
+            return self.interpreter(&prog, &args, cmd.stdin.as_deref());
+        }
+        self.file_ops(&prog, &args, &text)
+    }
+
+    fn is_exe(&self, word: &str) -> bool {
+        if !word.contains('/') {
+            return false;
+        }
+        let p = self.path(word);
+        let same = |e: &Path| {
+            p == e
+                || std::fs::canonicalize(&p)
+                    .ok()
+                    .zip(std::fs::canonicalize(e).ok())
+                    .is_some_and(|(a, b)| a == b)
+        };
+        self.env.exe.as_deref().is_some_and(same)
+    }
+
+    /// Inline programs: one that mentions a protected path and writes anything is denied; so is
+    /// a script (or `perl -i`) handed a protected path, since it may write it.
+    fn interpreter(&mut self, prog: &str, args: &[String], stdin: Option<&str>) -> Option<String> {
+        let family = prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        let mut code = String::new();
+        let mut files: Vec<&String> = Vec::new();
+        let mut expect_code = false;
+        for a in args {
+            if expect_code {
+                code.push_str(a);
+                code.push('\n');
+                expect_code = false;
+                continue;
+            }
+            let short = a.starts_with('-') && !a.starts_with("--");
+            expect_code = match family {
+                "perl" | "ruby" if short => a.ends_with('e') || a.ends_with('E'),
+                "python" => a == "-c",
+                "node" | "nodejs" | "deno" | "bun" => {
+                    matches!(a.as_str(), "-e" | "--eval" | "-p" | "--print" | "eval")
+                }
+                "php" => a == "-r",
+                "lua" | "tclsh" | "Rscript" | "osascript" | "pwsh" => {
+                    matches!(a.as_str(), "-e" | "-c" | "-Command")
+                }
+                _ if family.ends_with("awk") => {
+                    if !a.starts_with('-') && code.is_empty() && a != "inplace" {
+                        code.push_str(a);
+                        continue;
+                    }
+                    false
+                }
+                _ => false,
+            };
+            if !expect_code && !a.starts_with('-') {
+                files.push(a);
+            }
+        }
+        let how = format!("`{prog}`");
+        for f in &files {
+            if let Some(x) = self.touch(f, Op::Write, &how, None) {
+                return Some(x);
+            }
+        }
+        if code.is_empty() && files.is_empty() {
+            code = stdin.unwrap_or("").to_string();
+        }
+        let code = self.expand(&code);
+        let names = PATH_FRAGMENTS.iter().find(|f| code.contains(**f));
+        let writes = WRITE_MARKERS.iter().any(|m| code.contains(m));
+        match names {
+            Some(frag) if writes => {
+                Some(format!("the inline {prog} program writes and names {frag}"))
+            }
+            _ => None,
+        }
+    }
+
+    /// Programs that write, move, delete, link or re-permission their arguments.
+    fn file_ops(&mut self, prog: &str, args: &[String], text: &str) -> Option<String> {
+        let operands: Vec<&String> = operands(args);
+        let how = format!("`{prog}`");
+        let each = |this: &Self, list: &[&String], op: Op| {
+            list.iter()
+                .find_map(|w| this.touch(w, op, &how, Some(text)))
+        };
+        match prog {
+            "rm" | "rmdir" | "unlink" | "shred" | "srm" | "trash" | "trash-put" | "gio" => {
+                each(self, &operands, Op::Remove)
+            }
+            "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" | "chflags" => {
+                // The first operand is the mode or owner (unless given by --reference); a mode
+                // may look like an option (`chmod -x`).
+                let symbolic_mode =
+                    |a: &str| a.len() > 1 && a[1..].chars().all(|c| "rwxXst".contains(c));
+                let by_reference = args.iter().any(|a| a.starts_with("--reference"));
+                let mode_as_option =
+                    prog == "chmod" && args.iter().any(|a| a.starts_with('-') && symbolic_mode(a));
+                let mode_is_operand = !(by_reference || mode_as_option);
+                let list: Vec<&String> = operands
+                    .iter()
+                    .skip(usize::from(mode_is_operand))
+                    .copied()
+                    .collect();
+                each(self, &list, Op::Remove)
+            }
+            "mv" => {
+                let (srcs, dest) = split_dest(args, &operands)?;
+                each(self, &srcs, Op::Remove)
+                    .or_else(|| self.dest(&srcs, dest, Op::Remove, &how, text))
+            }
+            "cp" | "install" | "rsync" | "scp" | "ditto" => {
+                if prog == "install" && args.iter().any(|a| a == "-d") {
+                    return each(self, &operands, Op::Write);
+                }
+                let (srcs, dest) = split_dest(args, &operands)?;
+                self.dest(&srcs, dest, Op::Write, &how, text)
+            }
+            "ln" | "link" => {
+                // A link named like a protected path replaces it; a link to one is a way to
+                // write it later under another name.
+                each(self, &operands, Op::Remove)
+            }
+            "tee" | "touch" | "truncate" | "mkfifo" | "mknod" | "mkdir" | "fallocate"
+            | "sponge" => {
+                let list: Vec<&String> = if prog == "truncate" {
+                    operands_skipping(args, &["-s", "--size", "-r", "--reference"])
+                } else if prog == "mknod" {
+                    operands.iter().take(1).copied().collect()
+                } else {
+                    operands.clone()
+                };
+                each(self, &list, Op::Write)
+            }
+            "dd" => args
+                .iter()
+                .filter_map(|a| a.strip_prefix("of="))
+                .find_map(|p| self.touch(p, Op::Write, &how, Some(text))),
+            "sed" | "gsed" => {
+                let in_place = args.iter().any(|a| {
+                    a.starts_with("-i")
+                        || a.starts_with("--in-place")
+                        || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
+                });
+                if !in_place {
+                    return None;
+                }
+                each(self, &operands, Op::Write)
+            }
+            "curl" | "wget" => {
+                let mut it = args.iter();
+                while let Some(a) = it.next() {
+                    let target = match a.as_str() {
+                        "-o" | "--output" | "-O" | "--output-document"
+                            if prog == "wget" || a != "-O" =>
+                        {
+                            it.next()
+                        }
+                        _ => a
+                            .strip_prefix("--output=")
+                            .or(a.strip_prefix("--output-document="))
+                            .map(|_| a),
+                    };
+                    if let Some(t) = target {
+                        let t = t.rsplit('=').next().unwrap_or(t);
+                        if let Some(f) = self.touch(t, Op::Write, &how, Some(text)) {
+                            return Some(f);
+                        }
+                    }
+                }
+                None
+            }
+            "tar" | "unzip" | "bsdtar" | "7z" => {
+                let mut it = args.iter();
+                while let Some(a) = it.next() {
+                    if matches!(a.as_str(), "-C" | "-d" | "--directory") {
+                        if let Some(d) = it.next() {
+                            if let Some(f) = self.touch(d, Op::Remove, &how, Some(text)) {
+                                return Some(f);
+                            }
+                        }
+                    }
+                }
+                None
+            }
+            "find" => self.find(args, &how),
+            "git" => self.git(args, &how, text),
+            p if READERS.contains(&p) => None,
+            _ => {
+                // A program we do not know that names a protected path: it may well write it.
+                operands.iter().find_map(|w| {
+                    let path = self.path(w);
+                    self.env.hit(&path, Op::Write).map(|(kind, p)| {
+                        format!(
+                            "`{prog}` would be handed {} ({})",
+                            kind.describe(),
+                            p.display()
+                        )
+                    })
+                })
+            }
+        }
+    }
+
+    /// The destination of `cp`/`mv`: the path itself, and what each source becomes inside it.
+    fn dest(&self, srcs: &[&String], dest: &str, op: Op, how: &str, text: &str) -> Option<String> {
+        if let Some(f) = self.touch(dest, op, how, Some(text)) {
+            return Some(f);
+        }
+        let d = self.path(dest);
+        if !(d.is_dir() || dest.ends_with('/') || srcs.len() > 1) {
+            return None;
+        }
+        for s in srcs {
+            let name = Path::new(&self.expand(s)).file_name()?.to_os_string();
+            if let Some(f) = write_finding(self.env, &d.join(&name), op, how, Some(text)) {
+                return Some(f);
+            }
+        }
+        None
+    }
+
+    fn find(&self, args: &[String], how: &str) -> Option<String> {
+        let roots: Vec<&String> = args
+            .iter()
+            .take_while(|a| !a.starts_with('-') && !matches!(a.as_str(), "(" | "!" | ")"))
+            .collect();
+        let destructive = args.iter().any(|a| {
+            matches!(
+                a.as_str(),
+                "-delete"
+                    | "-exec"
+                    | "-execdir"
+                    | "-ok"
+                    | "-okdir"
+                    | "-fprint"
+                    | "-fprintf"
+                    | "-fls"
+            )
+        });
+        if !destructive {
+            return None;
+        }
+        let names: Vec<&String> = args
+            .windows(2)
+            .filter(|w| {
+                matches!(
+                    w[0].as_str(),
+                    "-name" | "-iname" | "-path" | "-ipath" | "-wholename" | "-regex"
+                )
+            })
+            .map(|w| &w[1])
+            .collect();
+        let default_root = String::from(".");
+        let roots = if roots.is_empty() {
+            vec![&default_root]
+        } else {
+            roots
+        };
+        for r in roots {
+            let root = self.path(r);
+            // Every protected path under the root, not just the first: a name filter may match
+            // only one of them.
+            for (kind, p) in self.env.held_by(&root) {
+                // With a name filter, only when the filter can match the protected path.
+                let matches = names.is_empty()
+                    || names.iter().any(|n| {
+                        let pat = glob::Pattern::new(n);
+                        p.ancestors()
+                            .chain([p.as_path()])
+                            .filter_map(Path::file_name)
+                            .any(|name| {
+                                let name = name.to_string_lossy();
+                                pat.as_ref().is_ok_and(|g| g.matches(&name))
+                                    || name.contains(n.as_str())
+                            })
+                    });
+                if matches {
+                    return Some(format!(
+                        "{how} would delete {} ({})",
+                        kind.describe(),
+                        p.display()
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    fn git(&mut self, args: &[String], how: &str, text: &str) -> Option<String> {
+        // `git -C DIR …` runs in DIR; `-c key=value` is configuration.
+        let mut at = 0;
+        let mut dir: Option<&String> = None;
+        while let Some(a) = args.get(at) {
+            match a.as_str() {
+                "-C" => {
+                    dir = args.get(at + 1);
+                    at += 2;
+                }
+                "-c" | "--git-dir" | "--work-tree" | "--namespace" => at += 2,
+                s if s.starts_with('-') => at += 1,
+                _ => break,
+            }
+        }
+        if let Some(d) = dir {
+            let mut inner = Bash {
+                env: self.env,
+                vars: self.vars.clone(),
+                cwd: self.path(d),
+                subs: self.subs.clone(),
+            };
+            return inner.git(&args[at..], how, text);
+        }
+        let args = &args[at..];
+        let sub = args.first()?;
+        if !matches!(
+            sub.as_str(),
+            "checkout"
+                | "restore"
+                | "rm"
+                | "mv"
+                | "clean"
+                | "stash"
+                | "apply"
+                | "am"
+                | "switch"
+                | "reset"
+        ) {
+            return None;
+        }
+        // Only paths that name a protected file: `git checkout -- .` restores what is committed,
+        // which a user's own files are not part of.
+        operands(args)
+            .iter()
+            .skip(1)
+            .find_map(|w| self.touch(w, Op::Write, how, Some(text)))
+    }
+}
+
+/// Whether loopgate's command line changes something: a mutating subcommand when the program is
+/// loopgate, or (for a copy under another name) one of loopgate's mutating subcommands together
+/// with flags only loopgate has.
+fn loopgate_cli(args: &[String], is_loopgate: bool, reader: bool) -> Option<String> {
+    let mut sub: Option<&str> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if matches!(a.as_str(), "--state-dir" | "--config") {
+            it.next();
+            continue;
+        }
+        if !a.starts_with('-') {
+            sub = Some(a);
+            break;
+        }
+    }
+    if is_loopgate {
+        return sub
+            .filter(|s| MUTATING.contains(s))
+            .map(|s| format!("`loopgate {s}` is loopgate's own control command"));
+    }
+    if reader {
+        return None;
+    }
+    let has = |flags: &[&str]| {
+        args.iter().any(|a| {
+            flags
+                .iter()
+                .any(|f| a == f || a.starts_with(&format!("{f}=")))
+        })
+    };
+    let word = |w: &str| args.iter().any(|a| a == w);
+    let renamed = if word("reset") && has(&["--all", "--session"]) {
+        Some("reset")
+    } else if word("setup")
+        && has(&[
+            "--uninstall",
+            "--settings",
+            "--bin",
+            "--managed",
+            "--observe",
+            "--config",
+            "--state-dir",
+        ])
+    {
+        Some("setup")
+    } else {
+        sub.filter(|s| MUTATING.contains(s) && s.contains('-'))
+    };
+    renamed.map(|s| format!("`{s} …` is loopgate's own control command, under another name"))
+}
+
+fn is_descriptor(target: &str) -> bool {
+    target == "-" || target.chars().all(|c| c.is_ascii_digit())
+}
+
+fn assignment(word: &str) -> Option<(&str, &str)> {
+    let (name, value) = word.split_once('=')?;
+    let name = name.strip_suffix('+').unwrap_or(name);
+    let mut chars = name.chars();
+    let ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    ok.then_some((name, value))
+}
+
+fn base_name(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// Arguments that are not options (everything after `--` counts).
+fn operands(args: &[String]) -> Vec<&String> {
+    let mut out = Vec::new();
+    let mut literal = false;
+    for a in args {
+        if literal {
+            out.push(a);
+        } else if a == "--" {
+            literal = true;
+        } else if !a.starts_with('-') || a == "-" {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// Operands, skipping the values of the given options.
+fn operands_skipping<'a>(args: &'a [String], valued: &[&str]) -> Vec<&'a String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if valued.contains(&a.as_str()) {
+            it.next();
+        } else if !a.starts_with('-') {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// Sources and destination of `cp`/`mv`/`install`, honouring `-t DIR`.
+fn split_dest<'a>(
+    args: &'a [String],
+    operands: &[&'a String],
+) -> Option<(Vec<&'a String>, &'a str)> {
+    if let Some(i) = args
+        .iter()
+        .position(|a| a == "-t" || a == "--target-directory")
+    {
+        let dest = args.get(i + 1)?;
+        let srcs = operands.iter().copied().filter(|o| *o != dest).collect();
+        return Some((srcs, dest));
+    }
+    if let Some(t) = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--target-directory="))
+    {
+        return Some((operands.to_vec(), t));
+    }
+    let (dest, srcs) = operands.split_last()?;
+    Some((srcs.to_vec(), dest))
+}
+
+/// For the engine: the guard's view of where this call runs.
+pub fn env_for(cwd: Option<&str>, project: Option<&Path>, state_dir: Option<&Path>) -> Env {
+    Env::from_process(cwd, project, state_dir)
 }
 
 #[cfg(test)]
@@ -54,15 +1039,26 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    pub fn test_env() -> Env {
+        let mut env = Env::default();
+        env.home = Some("/h".into());
+        env.cwd = "/p".into();
+        env.exe = Some("/h/.local/bin/loopgate".into());
+        env.protect_defaults(
+            Some(Path::new("/p")),
+            Some(Path::new("/h/.local/state/loopgate")),
+        );
+        env
+    }
+
     #[test]
-    fn config_and_state_writes_are_denied() {
+    fn writes_denied_reads_allowed() {
+        let env = test_env();
         let cfg = Guard::default();
-        let deny = |tool: &str, input: Value| {
-            check(tool, &input, Some("/home/u/.local/state/loopgate"), &cfg).is_some()
-        };
+        let deny = |tool: &str, input: Value| check(tool, &input, || env.clone(), &cfg).is_some();
         assert!(deny(
             "Write",
-            json!({"file_path": "/p/.claude/loopgate.toml", "content": "mode = \"observe\""})
+            json!({"file_path": "/p/.claude/loopgate.toml", "content": "x"})
         ));
         assert!(deny(
             "Bash",
@@ -70,11 +1066,11 @@ mod tests {
         ));
         assert!(deny(
             "Bash",
-            json!({"command": "export LOOPGATE_DISABLE=1"})
+            json!({"command": "rm -rf ~/.local/state/loopgate/sessions"})
         ));
-        assert!(deny(
+        assert!(!deny(
             "Bash",
-            json!({"command": "rm -rf /home/u/.local/state/loopgate/sessions"})
+            json!({"command": "cat .claude/loopgate.toml"})
         ));
         assert!(!deny("Write", json!({"file_path": "/p/src/main.rs"})));
         assert!(!deny("Bash", json!({"command": "cargo test"})));
@@ -82,7 +1078,7 @@ mod tests {
         assert!(check(
             "Write",
             &json!({"file_path": "/p/.claude/loopgate.toml"}),
-            None,
+            || env.clone(),
             &off
         )
         .is_none());

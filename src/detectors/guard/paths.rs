@@ -1,0 +1,405 @@
+//! What the guard protects, and how a path named by the agent is brought to a form that can be
+//! compared with it: `~`, `$HOME`, `$XDG_*` and the other variables expanded, made absolute
+//! against the agent's working directory, `.`/`..`/`//` folded, and symlinks resolved where they
+//! exist.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+/// What a protected path is, for the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    State,
+    Config,
+    Binary,
+    Settings,
+}
+
+impl Kind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::State => "loopgate's state directory",
+            Kind::Config => "a loopgate config file",
+            Kind::Binary => "the loopgate binary",
+            Kind::Settings => "a Claude Code settings file",
+        }
+    }
+}
+
+/// How a command touches a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Creates, overwrites or edits the file itself (symlinks to it are followed).
+    Write,
+    /// Deletes, moves, relinks or changes permissions: the path itself, and everything under it,
+    /// so a directory holding a protected path counts too (symlinks are not followed).
+    Remove,
+}
+
+/// Everything the guard needs to know about where it runs. Built from the process environment in
+/// production ([`Env::from_process`]) and by hand in tests.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub home: Option<PathBuf>,
+    /// The agent's working directory (the payload's `cwd`).
+    pub cwd: PathBuf,
+    /// Variables for `$NAME` expansion (the process environment).
+    pub vars: HashMap<String, String>,
+    pub protected: Vec<(PathBuf, Kind)>,
+    /// The running binary, which `$(which loopgate)` and its like resolve to.
+    pub exe: Option<PathBuf>,
+    /// `protected` with symlinks resolved, computed once per call on first use.
+    resolved: std::cell::OnceCell<Vec<(PathBuf, Kind)>>,
+}
+
+impl Env {
+    pub fn from_process(
+        cwd: Option<&str>,
+        project: Option<&Path>,
+        state_dir: Option<&Path>,
+    ) -> Env {
+        let vars: HashMap<String, String> = std::env::vars().collect();
+        let home = vars
+            .get("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()));
+        let cwd = cwd
+            .filter(|c| !c.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| project.map(Path::to_path_buf))
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let exe = std::env::current_exe().ok();
+        let mut env = Env {
+            home,
+            cwd,
+            vars,
+            protected: Vec::new(),
+            exe: exe.clone(),
+            resolved: Default::default(),
+        };
+        env.protect_defaults(project, state_dir);
+        if let Some(user) = crate::config::user_config_file() {
+            env.protected.push((user, Kind::Config));
+        }
+        if let Some(d) = crate::store::Store::default_dir() {
+            env.protected.push((d, Kind::State));
+        }
+        if let Some(e) = exe {
+            env.protected.push((e, Kind::Binary));
+        }
+        env
+    }
+
+    /// The protected paths every environment has: the state dir(s), the config files, Claude
+    /// Code's settings (user, project, local, managed).
+    pub fn protect_defaults(&mut self, project: Option<&Path>, state_dir: Option<&Path>) {
+        let var = |k: &str| {
+            self.vars
+                .get(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let mut p: Vec<(PathBuf, Kind)> = Vec::new();
+        if let Some(d) = state_dir {
+            p.push((d.to_path_buf(), Kind::State));
+        }
+        if let Some(d) = var("LOOPGATE_STATE_DIR") {
+            p.push((d, Kind::State));
+        }
+        if let Some(d) = var("XDG_STATE_HOME") {
+            p.push((d.join("loopgate"), Kind::State));
+        }
+        if let Some(f) = var("LOOPGATE_CONFIG") {
+            p.push((f, Kind::Config));
+        }
+        if let Some(d) = var("XDG_CONFIG_HOME") {
+            p.push((d.join("loopgate"), Kind::Config));
+        }
+        if let Some(d) = var("CLAUDE_CONFIG_DIR") {
+            p.push((d.join("settings.json"), Kind::Settings));
+            p.push((d.join("settings.local.json"), Kind::Settings));
+        }
+        if let Some(h) = &self.home {
+            p.push((h.join(".local/state/loopgate"), Kind::State));
+            p.push((h.join(".config/loopgate"), Kind::Config));
+            p.push((h.join(".claude/settings.json"), Kind::Settings));
+            p.push((h.join(".claude/settings.local.json"), Kind::Settings));
+            p.push((h.join(".local/bin/loopgate"), Kind::Binary));
+            p.push((h.join(".cargo/bin/loopgate"), Kind::Binary));
+        }
+        for root in project.into_iter().chain([self.cwd.as_path()]) {
+            p.push((root.join(".claude/loopgate.toml"), Kind::Config));
+            p.push((root.join(".claude/settings.json"), Kind::Settings));
+            p.push((root.join(".claude/settings.local.json"), Kind::Settings));
+        }
+        p.push((PathBuf::from("/etc/claude-code"), Kind::Settings));
+        p.push((
+            PathBuf::from("/Library/Application Support/ClaudeCode"),
+            Kind::Settings,
+        ));
+        self.protected.extend(p);
+    }
+
+    /// Expands `~`, `$NAME` and `${NAME}` (from `local`, then the environment). Unknown variables
+    /// expand to nothing, as in the shell.
+    pub fn expand(&self, word: &str, local: &HashMap<String, String>) -> String {
+        let mut out = String::new();
+        let rest = if word == "~" || word.starts_with("~/") {
+            match &self.home {
+                Some(h) => {
+                    out.push_str(&h.to_string_lossy());
+                    &word[1..]
+                }
+                None => word,
+            }
+        } else {
+            word
+        };
+        let chars: Vec<char> = rest.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            if chars[i] != '$' {
+                out.push(chars[i]);
+                i += 1;
+                continue;
+            }
+            let (name, next) = if chars.get(i + 1) == Some(&'{') {
+                let end = chars[i..]
+                    .iter()
+                    .position(|&c| c == '}')
+                    .map(|p| i + p)
+                    .unwrap_or(chars.len());
+                let inner: String = chars[(i + 2).min(end)..end].iter().collect();
+                // `${X:-default}` and its like: the name is what comes before the operator.
+                let name: String = inner
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let op = &inner[name.len()..];
+                if let Some(default) = op.strip_prefix(":-").or(op.strip_prefix('-')) {
+                    let set = self.lookup(&name, local).filter(|v| !v.is_empty());
+                    out.push_str(&set.unwrap_or_else(|| self.expand(default, local)));
+                    i = end + 1;
+                    continue;
+                }
+                (name, end + 1)
+            } else {
+                let name: String = chars[i + 1..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphanumeric() || **c == '_')
+                    .collect();
+                let n = name.chars().count();
+                (name, i + 1 + n)
+            };
+            if name.is_empty() {
+                out.push('$');
+                i += 1;
+                continue;
+            }
+            out.push_str(&self.lookup(&name, local).unwrap_or_default());
+            i = next;
+        }
+        out
+    }
+
+    fn lookup(&self, name: &str, local: &HashMap<String, String>) -> Option<String> {
+        local
+            .get(name)
+            .cloned()
+            .or_else(|| (name == "PWD").then(|| self.cwd.to_string_lossy().into_owned()))
+            .or_else(|| {
+                (name == "HOME")
+                    .then(|| self.home.as_ref().map(|h| h.to_string_lossy().into_owned()))
+                    .flatten()
+            })
+            .or_else(|| self.vars.get(name).cloned())
+    }
+
+    /// An absolute, lexically normal path for `word` (already expanded), relative to `cwd`.
+    pub fn absolute(&self, word: &str, cwd: &Path) -> PathBuf {
+        lexical(&cwd.join(word))
+    }
+
+    /// Whether touching `path` this way reaches something protected; returns what.
+    pub fn hit(&self, path: &Path, op: Op) -> Option<(Kind, PathBuf)> {
+        let mut forms = vec![path.to_path_buf(), resolve_parent(path)];
+        if op == Op::Write {
+            forms.push(resolve(path));
+        }
+        for f in &forms {
+            if let Some(k) = name_rule(f) {
+                return Some((k, f.clone()));
+            }
+        }
+        let resolved = self.resolved.get_or_init(|| {
+            self.protected
+                .iter()
+                .map(|(p, k)| (resolve(p), *k))
+                .collect()
+        });
+        for (pf, kind) in self.protected.iter().chain(resolved) {
+            for f in &forms {
+                let inside = f.starts_with(pf);
+                let holds = op == Op::Remove && pf.starts_with(f);
+                if inside || holds {
+                    return Some((*kind, pf.clone()));
+                }
+            }
+        }
+        None
+    }
+
+    /// Every protected path at or under `dir` (for `find`, whose name filters pick among them).
+    pub fn held_by(&self, dir: &Path) -> Vec<(Kind, PathBuf)> {
+        let forms = [dir.to_path_buf(), resolve(dir)];
+        self.protected
+            .iter()
+            .filter(|(p, _)| {
+                forms
+                    .iter()
+                    .any(|f| p.starts_with(f) || resolve(p).starts_with(f))
+            })
+            .map(|(p, k)| (*k, p.clone()))
+            .collect()
+    }
+
+    /// For a word with glob characters: the protected paths (and, for removals, the directories
+    /// holding them) it can match. Dot files match only a literal dot, as in the shell.
+    pub fn glob_hits(&self, pattern: &Path, op: Op) -> Option<(Kind, PathBuf)> {
+        let pat = glob::Pattern::new(&pattern.to_string_lossy()).ok()?;
+        let opts = glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: true,
+            require_literal_leading_dot: true,
+        };
+        for (p, kind) in &self.protected {
+            let mut candidates: Vec<&Path> = vec![p.as_path()];
+            if op == Op::Remove {
+                candidates.extend(p.ancestors().skip(1));
+            }
+            if candidates.iter().any(|c| pat.matches_path_with(c, opts)) {
+                return Some((*kind, p.clone()));
+            }
+        }
+        // A loopgate.toml or settings file anywhere.
+        let name = pattern.file_name()?.to_string_lossy().into_owned();
+        let names = ["loopgate.toml", "settings.json", "settings.local.json"];
+        let parent_is_claude = pattern.parent().and_then(Path::file_name).is_some_and(|n| {
+            glob::Pattern::new(&n.to_string_lossy()).is_ok_and(|g| g.matches(".claude"))
+        });
+        names
+            .iter()
+            .any(|n| {
+                parent_is_claude && glob::Pattern::new(&name).is_ok_and(|g| g.matches_with(n, opts))
+            })
+            .then(|| (Kind::Config, pattern.to_path_buf()))
+    }
+}
+
+/// Paths protected wherever they are: any `loopgate.toml`, any `.claude/settings*.json`, the
+/// managed-settings files, and a file named `loopgate` or `loopgate-hook`.
+fn name_rule(path: &Path) -> Option<Kind> {
+    let name = path.file_name()?.to_str()?;
+    let parent = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    if name == "loopgate.toml" || (parent == "loopgate" && name == "config.toml") {
+        return Some(Kind::Config);
+    }
+    if (parent == ".claude" && name.starts_with("settings") && name.ends_with(".json"))
+        || name.starts_with("managed-settings")
+        || path
+            .components()
+            .any(|c| c.as_os_str() == "managed-settings.d")
+    {
+        return Some(Kind::Settings);
+    }
+    if matches!(name, "loopgate" | "loopgate-hook") && !path.is_dir() {
+        return Some(Kind::Binary);
+    }
+    None
+}
+
+/// `a/./b/../c//d` → `a/c/d`, without touching the disk.
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The path with every symlink resolved, as far as it exists.
+fn resolve(path: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(path) {
+        return c;
+    }
+    resolve_parent(path)
+}
+
+/// The path with its directories' symlinks resolved, the last component as written.
+fn resolve_parent(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    // The longest existing prefix of the parent, canonicalised, plus the rest as written.
+    if let Some(name) = existing.file_name().map(|n| n.to_os_string()) {
+        rest.push(name);
+        existing.pop();
+    }
+    loop {
+        if let Ok(c) = std::fs::canonicalize(&existing) {
+            let mut out = c;
+            for r in rest.iter().rev() {
+                out.push(r);
+            }
+            return out;
+        }
+        match existing.file_name().map(|n| n.to_os_string()) {
+            Some(n) => {
+                rest.push(n);
+                existing.pop();
+            }
+            None => return path.to_path_buf(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexical_folds_dots_and_slashes() {
+        assert_eq!(lexical(Path::new("/a/./b//c/../d")), Path::new("/a/b/d"));
+    }
+
+    #[test]
+    fn expansion_follows_the_shell() {
+        let env = Env {
+            home: Some("/h".into()),
+            cwd: "/p".into(),
+            vars: HashMap::from([("XDG_STATE_HOME".to_string(), "/h/st".to_string())]),
+            ..Default::default()
+        };
+        let local = HashMap::from([("f".to_string(), "x.toml".to_string())]);
+        assert_eq!(env.expand("~/.claude", &local), "/h/.claude");
+        assert_eq!(env.expand("$HOME/a/${f}", &local), "/h/a/x.toml");
+        assert_eq!(
+            env.expand("${XDG_STATE_HOME:-/d}/loopgate", &local),
+            "/h/st/loopgate"
+        );
+        assert_eq!(env.expand("${NOPE:-$HOME/.local}/x", &local), "/h/.local/x");
+        assert_eq!(env.expand("$UNSET/x", &local), "/x");
+        assert_eq!(env.expand("a$", &local), "a$");
+    }
+}
