@@ -152,6 +152,10 @@ fn disabling_tools() -> Vec<(&'static str, Value)> {
             json!({"notebook_path": "{proj}/.claude/settings.json", "new_source": "x"}),
         ),
         (
+            "Edit",
+            json!({"file_path": "{proj}/.claude/settings.json", "old_string": "\"command\": \"loopgate pre-tool-use\"", "new_string": "\"command\": \"true\""}),
+        ),
+        (
             "Write",
             json!({"file_path": "{state}/sessions/a.json", "content": "{}"}),
         ),
@@ -232,6 +236,15 @@ fn harmless_tools() -> Vec<(&'static str, Value)> {
         (
             "mcp__filesystem__write_file",
             json!({"path": "{proj}/notes.md", "content": "x"}),
+        ),
+        // A project's own settings, changed without touching loopgate or hooks as a whole.
+        (
+            "Edit",
+            json!({"file_path": "{proj}/.claude/settings.json", "old_string": "\"SessionStart\": [", "new_string": "\"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"bash setup.sh\"}]},"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "{proj}/.claude/settings.local.json", "content": "{\"permissions\": {\"allow\": [\"Bash(npm test)\"]}}"}),
         ),
     ]
 }

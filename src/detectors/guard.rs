@@ -265,12 +265,68 @@ pub fn judge(tool: &str, input: &Value, env: &Env) -> Option<String> {
             ]
             .concat();
             let path = env.absolute(&env.expand(&raw, &HashMap::new()), &env.cwd);
-            write_finding(env, &path, Op::Write, tool, Some(&content))
+            let finding = write_finding(env, &path, Op::Write, tool, Some(&content))?;
+            if tool != "NotebookEdit"
+                && project_settings(env, &path)
+                && !touches_loopgate(input, &path, &content)
+            {
+                return None;
+            }
+            Some(finding)
         }
         "Bash" => Bash::new(env).script(field("command"), 0),
         t if t.starts_with("mcp__") => mcp(t, input, env),
         _ => None,
     }
+}
+
+/// A project's own `.claude/settings*.json`, as opposed to the user's (`~/.claude`) or managed
+/// settings. Agents edit their project's settings as ordinary work (a project that builds Claude
+/// Code integrations adds hooks there), so only a change that touches loopgate or hooks as a whole
+/// is a disabling route; the user's and managed settings stay reserved to the user.
+fn project_settings(env: &Env, path: &Path) -> bool {
+    let user_dir = env.home.as_ref().map(|h| h.join(".claude"));
+    paths::name_rule(path) == Some(paths::Kind::Settings)
+        && path.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new(".claude"))
+        && user_dir.as_deref() != path.parent()
+}
+
+/// Whether an Edit/MultiEdit/Write of a settings file would disable or rewire loopgate: it
+/// mentions loopgate, its variables or `disableAllHooks` in what it removes or writes, or a Write
+/// would drop loopgate's hooks from the file as it is now.
+fn touches_loopgate(input: &Value, path: &Path, written: &str) -> bool {
+    const MARKERS: &[&str] = &["loopgate", "LOOPGATE", "disableAllHooks"];
+    let mut removed = input
+        .get("old_string")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    for e in input
+        .get("edits")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        removed.push_str(e.get("old_string").and_then(Value::as_str).unwrap_or(""));
+    }
+    let replaces_whole = input.get("content").is_some();
+    let had_loopgate = replaces_whole && read_small(path).contains("loopgate");
+    MARKERS
+        .iter()
+        .any(|m| written.contains(m) || removed.contains(m))
+        || (had_loopgate && !written.contains("loopgate"))
+}
+
+/// A regular file's text, at most 1 MiB; empty for anything else (a FIFO must not block).
+fn read_small(path: &Path) -> String {
+    use std::io::Read;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() && m.len() <= 1 << 20 => {}
+        _ => return String::new(),
+    }
+    let mut text = String::new();
+    let _ = std::fs::File::open(path).and_then(|f| f.take(1 << 20).read_to_string(&mut text));
+    text
 }
 
 /// A finding for a write or removal of `path`, or for `LOOPGATE_*`/`disableAllHooks` written to
@@ -1049,6 +1105,49 @@ mod tests {
             Some(Path::new("/h/.local/state/loopgate")),
         );
         env
+    }
+
+    #[test]
+    fn a_project_settings_write_is_judged_by_what_it_does_to_loopgate() {
+        let d = tempfile::tempdir().unwrap();
+        let proj = d.path().join("proj");
+        std::fs::create_dir_all(proj.join(".claude")).unwrap();
+        let settings = proj.join(".claude/settings.json");
+        std::fs::write(
+            &settings,
+            r#"{"hooks": {"PreToolUse": [{"hooks": [{"command": "loopgate pre-tool-use"}]}]}}"#,
+        )
+        .unwrap();
+        let mut env = test_env();
+        env.cwd = proj.clone();
+        let cfg = Guard::default();
+        let deny = |input: Value| check("Write", &input, || env.clone(), &cfg).is_some();
+        let path = settings.to_str().unwrap();
+        assert!(
+            deny(json!({"file_path": path, "content": "{}"})),
+            "drops loopgate's hooks"
+        );
+        // Rewriting the file that wires loopgate is reserved to the user, even keeping the hooks.
+        assert!(deny(
+            json!({"file_path": path, "content": r#"{"hooks": {"PreToolUse": [{"hooks": [{"command": "loopgate --observe pre-tool-use"}]}]}}"#})
+        ));
+        let local = proj.join(".claude/settings.local.json");
+        assert!(!deny(
+            json!({"file_path": local.to_str().unwrap(), "content": r#"{"permissions": {"allow": ["Bash(npm test)"]}}"#})
+        ));
+        assert!(deny(
+            json!({"file_path": path, "content": r#"{"disableAllHooks": true}"#})
+        ));
+        assert!(
+            check(
+                "Write",
+                &json!({"file_path": "/h/.claude/settings.json", "content": "{}"}),
+                || env.clone(),
+                &cfg
+            )
+            .is_some(),
+            "the user's settings stay reserved"
+        );
     }
 
     #[test]

@@ -300,7 +300,7 @@ impl Env {
 
 /// Paths protected wherever they are: any `loopgate.toml`, any `.claude/settings*.json`, the
 /// managed-settings files, and a file named `loopgate` or `loopgate-hook`.
-fn name_rule(path: &Path) -> Option<Kind> {
+pub(super) fn name_rule(path: &Path) -> Option<Kind> {
     let name = path.file_name()?.to_str()?;
     let parent = path
         .parent()
