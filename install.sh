@@ -5,11 +5,12 @@ set -euo pipefail
 
 usage() {
     cat <<'EOF'
-Usage: ./install.sh [--observe] [--uninstall] [--help]
+Usage: ./install.sh [--observe] [--uninstall] [--restore] [--help]
 
 Builds loopgate (static `cargo build-static` on x86_64 Linux, else `cargo build --release`), copies the binary into a bin directory and adds
 loopgate's hooks to Claude Code's user settings, keeping every other setting and hook.
-The settings file's previous contents are saved beside it as <file>.loopgate-bak.
+The settings file's previous contents are saved beside it as <file>.loopgate-bak.<time>
+(the oldest backup and the newest ones are kept).
 Safe to run again: it updates the binary and the hook entries in place.
 
 Options:
@@ -17,6 +18,8 @@ Options:
                denies, blocks or injects anything
   --uninstall  Remove loopgate's hook entries, then the installed binary
                (loopgate's state and config are left in place)
+  --restore    Put the settings file back as it was before the last change
+               (loopgate setup --restore; run it twice to undo it)
   -h, --help   Show this help
 
 Environment:
@@ -34,10 +37,12 @@ die() {
 
 observe=0
 uninstall=0
+restore=0
 for arg in "$@"; do
     case $arg in
         --observe) observe=1 ;;
         --uninstall) uninstall=1 ;;
+        --restore) restore=1 ;;
         -h | --help)
             usage
             exit 0
@@ -123,8 +128,8 @@ build() {
     [ -x "$built" ] || die "the build finished but $built is missing"
 }
 
-if [ "$uninstall" = 1 ]; then
-    # Any loopgate binary can remove the entries; prefer the installed one (no build needed).
+# Any loopgate binary can edit the settings; prefer the installed one (no build needed).
+find_runner() {
     if [ -x "$bin" ]; then
         runner=$bin
     elif command -v loopgate >/dev/null 2>&1; then
@@ -133,6 +138,16 @@ if [ "$uninstall" = 1 ]; then
         build
         runner=$built
     fi
+}
+
+if [ "$restore" = 1 ]; then
+    find_runner
+    "$runner" setup --restore --settings "$settings"
+    exit 0
+fi
+
+if [ "$uninstall" = 1 ]; then
+    find_runner
     summary=$("$runner" setup --uninstall --settings "$settings")
     if [ -e "$bin" ]; then
         rm -f "$bin"

@@ -1,30 +1,71 @@
 //! Command-line surface: one clap-derive enum, one variant per hook event or manual command.
+//!
+//! The options before the subcommand (`--state-dir`, `--config`, `--observe`) are what the hook
+//! commands in a settings file use (`loopgate --observe pre-tool-use`); they are accepted before
+//! a manual command only where they mean something for it, and each manual command also takes
+//! the ones that apply to it after its name, where its `--help` lists them.
 
 use crate::payload::Event;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+
+/// `--version`: the crate version and the commit it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("LOOPGATE_COMMIT"),
+    ")"
+);
+
+const EXAMPLES: &str = "\
+Examples:
+  loopgate doctor                      check the installation, hooks, config and state dir
+  loopgate config                      the effective configuration, each value with its source
+  loopgate status --limit 5            the five most recently active sessions
+  loopgate explain                     why the last decision was taken, and how to change it
+  loopgate reset --all                 clear loop state after a false alarm
+  loopgate --observe pre-tool-use      a hook command as settings.json runs it (stdin: payload)
+
+Hook subcommands read one Claude Code hook payload on stdin; the rest are for people.";
 
 #[derive(Debug, Parser)]
 #[command(
     name = "loopgate",
-    version,
-    about = "Detects a Claude Code agent stuck in a loop and breaks the loop"
+    version = VERSION,
+    about = "Detects a Claude Code agent stuck in a loop and breaks the loop",
+    after_help = EXAMPLES
 )]
 pub struct Cli {
-    /// Where per-session state and events.jsonl live [env: LOOPGATE_STATE_DIR]
-    #[arg(long, global = true, value_name = "DIR")]
+    /// Hooks: where per-session state and events.jsonl live [env: LOOPGATE_STATE_DIR]
+    #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 
-    /// Config file to use instead of the project and user files [env: LOOPGATE_CONFIG]
-    #[arg(long, global = true, value_name = "FILE")]
+    /// Hooks: the one config file, instead of the user and project files [env: LOOPGATE_CONFIG]
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Compute and log every decision, but deny, block and inject nothing [env: LOOPGATE_MODE=observe]
-    #[arg(long, global = true)]
+    /// Hooks: compute and log every decision, but deny, block and inject nothing [env: LOOPGATE_MODE=observe]
+    #[arg(long)]
     pub observe: bool,
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--state-dir` for a manual command.
+#[derive(Debug, Args, Default, Clone)]
+pub struct StateArg {
+    /// Where per-session state and events.jsonl live [env: LOOPGATE_STATE_DIR]
+    #[arg(long = "state-dir", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// `--config` for a manual command.
+#[derive(Debug, Args, Default, Clone)]
+pub struct ConfigArg {
+    /// The one config file, instead of the user and project files [env: LOOPGATE_CONFIG]
+    #[arg(long = "config", value_name = "FILE")]
+    pub file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -43,26 +84,46 @@ pub enum Command {
     SubagentStop,
     /// Hook: UserPromptSubmit (starts a new turn)
     UserPromptSubmit,
-    /// Show sessions with their counters and last decisions
+    /// Show sessions, most recently active first, with their counters and last decisions
+    #[command(
+        after_help = "Examples:\n  loopgate status --limit 3\n  loopgate status --since 2h --json"
+    )]
     Status {
+        #[command(flatten)]
+        state: StateArg,
         /// Only this session id
         #[arg(long)]
         session: Option<String>,
+        /// At most this many sessions (the most recently active)
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Only sessions active within this long (e.g. 30m, 2h, 7d)
+        #[arg(long, value_name = "DURATION")]
+        since: Option<String>,
         /// Machine-readable output
         #[arg(long)]
         json: bool,
     },
     /// Clear loop state (config and event log stay)
+    #[command(after_help = "Examples:\n  loopgate reset --session 0b6f…\n  loopgate reset --all")]
     Reset {
+        #[command(flatten)]
+        state: StateArg,
         /// The session to reset
         #[arg(long, conflicts_with = "all", required_unless_present = "all")]
         session: Option<String>,
         /// Reset every session
         #[arg(long)]
         all: bool,
+        /// Machine-readable output
+        #[arg(long)]
+        json: bool,
     },
     /// What loopgate saw and did: counts, statistics, and per session inputs-or-outputs
+    #[command(after_help = "Examples:\n  loopgate report --since 2h\n  loopgate report --json")]
     Report {
+        #[command(flatten)]
+        state: StateArg,
         /// Only this session id
         #[arg(long)]
         session: Option<String>,
@@ -73,8 +134,79 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Why a decision was taken (or why none was): detector, evidence, thresholds, how to change them
+    #[command(
+        after_help = "Examples:\n  loopgate explain                      the last decision\n  loopgate explain --session 0b6f…     the last decision in that session\n  loopgate explain toolu_01ABC…         a call, by its tool_use_id\n  loopgate explain 'npm test'           the last call whose preview contains this"
+    )]
+    Explain {
+        #[command(flatten)]
+        state: StateArg,
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Only this session id
+        #[arg(long)]
+        session: Option<String>,
+        /// A call: its tool_use_id, or text in its logged preview
+        call: Option<String>,
+        /// Machine-readable output
+        #[arg(long)]
+        json: bool,
+    },
+    /// The effective configuration as TOML, each value annotated with its source
+    #[command(
+        after_help = "Examples:\n  loopgate config\n  loopgate config --project . --json\n  LOOPGATE_DETECTORS__REPEAT__SUCCESS=5 loopgate config"
+    )]
+    Config {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// As the hooks would with --observe
+        #[arg(long)]
+        observe: bool,
+        /// The project whose .claude/loopgate.toml applies [default: $CLAUDE_PROJECT_DIR, else the current directory]
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Machine-readable output
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the installation: binary, hook wiring, config, state dir, Claude Code, git
+    #[command(after_help = "Examples:\n  loopgate doctor\n  loopgate doctor --json")]
+    Doctor {
+        #[command(flatten)]
+        state: StateArg,
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The project to check [default: $CLAUDE_PROJECT_DIR, else the current directory]
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Machine-readable output
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove old sessions, locks, quarantined and temp files ([housekeeping] in the config)
+    #[command(after_help = "Examples:\n  loopgate gc --dry-run\n  loopgate gc --older-than 1d")]
+    Gc {
+        #[command(flatten)]
+        state: StateArg,
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Remove files untouched this long [default: [housekeeping] max_age_days, 7 days]
+        #[arg(long, value_name = "DURATION")]
+        older_than: Option<String>,
+        /// Only list what would be removed
+        #[arg(long)]
+        dry_run: bool,
+        /// Machine-readable output
+        #[arg(long)]
+        json: bool,
+    },
     /// Feed Claude Code transcripts through the detectors offline (observe mode, in memory)
+    #[command(
+        after_help = "Examples:\n  loopgate replay ~/.claude/projects/\n  loopgate replay session.jsonl --blocks-only"
+    )]
     Replay {
+        #[command(flatten)]
+        config: ConfigArg,
         /// Transcript files (.jsonl) or directories searched recursively (e.g. ~/.claude/projects)
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -86,16 +218,28 @@ pub enum Command {
         blocks_only: bool,
     },
     /// Wire loopgate's hooks into a Claude Code settings file (used by install.sh)
+    #[command(
+        after_help = "Examples:\n  loopgate setup                       wire the hooks into ~/.claude/settings.json\n  loopgate setup --observe             the same, in observe mode\n  loopgate setup --uninstall           remove loopgate's hooks, nothing else\n  loopgate setup --restore             put back the settings as they were before the last change"
+    )]
     Setup {
         /// Settings file [default: ~/.claude/settings.json]
-        #[arg(long)]
+        #[arg(long, value_name = "FILE")]
         settings: Option<PathBuf>,
         /// Path of the loopgate binary the hooks call [default: this executable]
-        #[arg(long)]
+        #[arg(long, value_name = "PATH")]
         bin: Option<PathBuf>,
-        /// Remove loopgate's entries instead
+        /// Wire the hooks in observe mode
         #[arg(long)]
+        observe: bool,
+        /// Remove loopgate's entries instead
+        #[arg(long, conflicts_with = "restore")]
         uninstall: bool,
+        /// Restore the settings file from its newest backup (or the backup given)
+        #[arg(long, value_name = "BACKUP", num_args = 0..=1)]
+        restore: Option<Option<PathBuf>>,
+        /// Machine-readable output
+        #[arg(long)]
+        json: bool,
         /// Install into Claude Code's managed settings (managed-settings.d/loopgate.json), where
         /// user and project settings cannot disable the hooks; needs root
         #[arg(long, conflicts_with = "settings")]
@@ -104,6 +248,17 @@ pub enum Command {
         #[arg(long, requires = "managed", value_name = "DIR")]
         managed_dir: Option<PathBuf>,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(
+        after_help = "Examples:\n  loopgate completions bash > ~/.local/share/bash-completion/completions/loopgate\n  loopgate completions zsh > \"${fpath[1]}/_loopgate\"\n  loopgate completions fish > ~/.config/fish/completions/loopgate.fish"
+    )]
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff)
+    #[command(after_help = "Example:\n  loopgate man > ~/.local/share/man/man1/loopgate.1")]
+    Man,
 }
 
 impl Command {
@@ -120,6 +275,73 @@ impl Command {
             _ => return None,
         })
     }
+
+    /// The subcommand's name as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::PreToolUse => "pre-tool-use",
+            Command::PostToolUse => "post-tool-use",
+            Command::PostToolUseFailure => "post-tool-use-failure",
+            Command::PostToolBatch => "post-tool-batch",
+            Command::Stop => "stop",
+            Command::SubagentStop => "subagent-stop",
+            Command::UserPromptSubmit => "user-prompt-submit",
+            Command::Status { .. } => "status",
+            Command::Reset { .. } => "reset",
+            Command::Report { .. } => "report",
+            Command::Explain { .. } => "explain",
+            Command::Config { .. } => "config",
+            Command::Doctor { .. } => "doctor",
+            Command::Gc { .. } => "gc",
+            Command::Replay { .. } => "replay",
+            Command::Setup { .. } => "setup",
+            Command::Completions { .. } => "completions",
+            Command::Man => "man",
+        }
+    }
+}
+
+impl Cli {
+    /// Rejects an option given before a manual command it means nothing to, so that
+    /// `loopgate --observe status` is not silently the same as `loopgate status`.
+    pub fn check_options(&self) -> Result<(), String> {
+        if self.command.hook_event().is_some() {
+            return Ok(());
+        }
+        let (state, config, observe) = match &self.command {
+            Command::Status { .. } | Command::Reset { .. } | Command::Report { .. } => {
+                (true, false, false)
+            }
+            Command::Explain { .. } | Command::Doctor { .. } | Command::Gc { .. } => {
+                (true, true, false)
+            }
+            Command::Config { .. } => (false, true, true),
+            Command::Replay { .. } => (false, true, false),
+            Command::Setup { .. } => (false, false, true),
+            _ => (false, false, false),
+        };
+        let name = self.command.name();
+        for (given, applies, flag) in [
+            (self.state_dir.is_some(), state, "--state-dir"),
+            (self.config.is_some(), config, "--config"),
+            (self.observe, observe, "--observe"),
+        ] {
+            if given && !applies {
+                return Err(format!("{flag} does not apply to `loopgate {name}`"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `--state-dir` given after the subcommand, else before it.
+    pub fn state_dir_for(&self, arg: &StateArg) -> Option<PathBuf> {
+        arg.dir.clone().or_else(|| self.state_dir.clone())
+    }
+
+    /// `--config` given after the subcommand, else before it.
+    pub fn config_for(&self, arg: &ConfigArg) -> Option<PathBuf> {
+        arg.file.clone().or_else(|| self.config.clone())
+    }
 }
 
 #[cfg(test)]
@@ -130,6 +352,18 @@ mod tests {
     #[test]
     fn cli_is_consistent() {
         Cli::command().debug_assert();
+        for sub in Cli::command().get_subcommands() {
+            let name = sub.get_name();
+            let args: Vec<&str> = match name {
+                "reset" => vec!["loopgate", name, "--all"],
+                "replay" => vec!["loopgate", name, "x"],
+                "completions" => vec!["loopgate", name, "bash"],
+                "help" => continue,
+                _ => vec!["loopgate", name],
+            };
+            let cli = Cli::try_parse_from(&args).unwrap();
+            assert_eq!(cli.command.name(), name);
+        }
     }
 
     #[test]
@@ -138,5 +372,56 @@ mod tests {
         assert_eq!(cli.command.hook_event(), Some(Event::PostToolUseFailure));
         let cli = Cli::try_parse_from(["loopgate", "--observe", "pre-tool-use"]).unwrap();
         assert!(cli.observe);
+        assert_eq!(cli.command.name(), "pre-tool-use");
+    }
+
+    #[test]
+    fn options_apply_only_where_they_mean_something() {
+        let ok = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).unwrap();
+            cli.check_options()
+        };
+        assert!(ok(&["loopgate", "--state-dir", "/s", "status"]).is_ok());
+        assert!(ok(&["loopgate", "status", "--state-dir", "/s"]).is_ok());
+        assert!(ok(&["loopgate", "--observe", "setup"]).is_ok());
+        assert_eq!(
+            ok(&["loopgate", "--observe", "status"]),
+            Err("--observe does not apply to `loopgate status`".into())
+        );
+        assert!(ok(&["loopgate", "--config", "/c", "reset", "--all"]).is_err());
+        assert!(Cli::try_parse_from(["loopgate", "status", "--observe"]).is_err());
+        let cli = Cli::try_parse_from(["loopgate", "setup", "--restore"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Setup {
+                restore: Some(None),
+                ..
+            }
+        ));
+        let cli = Cli::try_parse_from(["loopgate", "setup", "--restore", "/b"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Setup {
+                restore: Some(Some(_)),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn help_has_examples_and_no_hook_options_under_manual_commands() {
+        let mut cmd = Cli::command();
+        let top = cmd.render_long_help().to_string();
+        assert!(top.contains("Examples:"), "{top}");
+        let status = cmd
+            .find_subcommand_mut("status")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(
+            status.contains("--state-dir") && !status.contains("--observe"),
+            "{status}"
+        );
+        assert!(VERSION.contains(" ("), "{VERSION}");
     }
 }

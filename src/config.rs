@@ -1,17 +1,17 @@
 //! Configuration: defaults from the designs, overridden by the user file, the project file, the
 //! environment and flags, in that order (later wins).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     Enforce,
     Observe,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum When {
     /// Only when no person is attending (`CLAUDE_CODE_SESSION_ATTENDED=0`).
@@ -19,8 +19,8 @@ pub enum When {
     Always,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub mode: Mode,
     /// How long a hook waits for the session lock before failing open.
@@ -32,12 +32,32 @@ pub struct Config {
     pub ladder: Ladder,
     pub breaker: BreakerCfg,
     pub guard: Guard,
+    pub housekeeping: Housekeeping,
+}
+
+/// Old files in the state directory, removed now and then by a hook call and by `loopgate gc`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Housekeeping {
+    /// Sessions, locks, quarantined and temp files untouched this long are removed.
+    pub max_age_days: u64,
+    /// Quarantined (unreadable) state files kept at most, newest first, whatever their age.
+    pub max_quarantined: usize,
+}
+
+impl Default for Housekeeping {
+    fn default() -> Self {
+        Housekeeping {
+            max_age_days: 7,
+            max_quarantined: 20,
+        }
+    }
 }
 
 /// The tamper guard. Only the user file, `--config` or the environment can turn it off: a
 /// `[guard]` table in the project file is ignored, since the agent can write that file.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Guard {
     pub enabled: bool,
 }
@@ -49,8 +69,8 @@ impl Default for Guard {
 }
 
 /// The escalation ladder: guidance, then denial, then the human.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Ladder {
     pub enabled: bool,
     /// Interventions in one turn after which the next loop goes to the human (stage 3).
@@ -67,8 +87,8 @@ impl Default for Ladder {
 }
 
 /// Ralph's circuit breaker across turns.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct BreakerCfg {
     pub enabled: bool,
     pub half_open_after: u32,
@@ -88,8 +108,8 @@ impl Default for BreakerCfg {
 }
 
 /// The outcome-aware detectors, each under `[detectors.<name>]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Detectors {
     pub repeat: Repeat,
     pub stagnation: Stagnation,
@@ -100,8 +120,8 @@ pub struct Detectors {
 
 /// The repeat rule: the same call, the same answer, no new state between. Budgets are repeats
 /// allowed after the first answer; the next identical call is refused.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Repeat {
     pub enabled: bool,
     /// Failing calls, by error class (seed 002).
@@ -140,8 +160,8 @@ impl Default for Repeat {
 }
 
 /// Different calls, the same substantial answer, no new state between (seed 000's "stuck").
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Stagnation {
     pub enabled: bool,
     pub warn_at: u32,
@@ -173,8 +193,8 @@ impl Default for Stagnation {
 }
 
 /// Cycles of calls with the same answers and no new state (seed 001): named once, never denied.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Cycle {
     pub enabled: bool,
     pub max_period: usize,
@@ -190,8 +210,8 @@ impl Default for Cycle {
 }
 
 /// Modification loops (seed 001): the same code edited again and again.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Modification {
     pub enabled: bool,
     /// Edits of the same code in one file within the window.
@@ -213,8 +233,8 @@ impl Default for Modification {
 }
 
 /// Circular dependencies (seed 001): imports among project files forming a cycle.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Circular {
     pub enabled: bool,
     /// Files read at most while following imports from the edited file.
@@ -233,28 +253,30 @@ impl Default for Circular {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Failures {
     pub enabled: bool,
     pub warn_after: u32,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Progress {
     pub enabled: bool,
     pub max_blocks: u32,
     pub when: When,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Log {
     /// Keep a short, secret-masked preview of the call in each event.
     pub preview: bool,
     /// events.jsonl is rotated to events.jsonl.1 past this size.
     pub max_bytes: u64,
+    /// Rotated generations kept (events.jsonl.1 … events.jsonl.N).
+    pub generations: u32,
 }
 
 impl Default for Config {
@@ -269,6 +291,7 @@ impl Default for Config {
             ladder: Ladder::default(),
             breaker: BreakerCfg::default(),
             guard: Guard::default(),
+            housekeeping: Housekeeping::default(),
         }
     }
 }
@@ -297,12 +320,15 @@ impl Default for Log {
         Log {
             preview: true,
             max_bytes: 8 << 20,
+            generations: 3,
         }
     }
 }
 
-/// Where configuration comes from, gathered once per process.
-#[derive(Debug, Default)]
+/// Where configuration comes from, gathered once per process. The loading machinery (bounded
+/// reads, validation against this schema, provenance, tighten-only project files) lives in
+/// [`crate::config_sources`]; this file keeps the schema.
+#[derive(Debug, Default, Clone)]
 pub struct Sources<'a> {
     pub flag_file: Option<&'a Path>,
     pub flag_observe: bool,
@@ -310,20 +336,64 @@ pub struct Sources<'a> {
     pub env_mode: Option<String>,
     pub project_dir: Option<&'a Path>,
     pub user_file: Option<PathBuf>,
+    /// Other `LOOPGATE_*` variables naming settings (`LOOPGATE_DEDUP__MAX_IDENTICAL=5`).
+    pub env: Vec<(String, String)>,
+    /// Fill in [`Loaded::origins`] and [`Loaded::effective`] (a hook call does not need them
+    /// and skips the work).
+    pub provenance: bool,
 }
 
-/// The loaded config plus one line per problem found, for stderr.
+impl<'a> Sources<'a> {
+    /// The sources of this process: its environment, the user file, and the given flags.
+    pub fn from_process(
+        flag_file: Option<&'a Path>,
+        flag_observe: bool,
+        project_dir: Option<&'a Path>,
+    ) -> Sources<'a> {
+        let env: Vec<(String, String)> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(k, _)| k.starts_with("LOOPGATE_"))
+            .collect();
+        let get = |name: &str| {
+            env.iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.is_empty())
+        };
+        Sources {
+            flag_file,
+            flag_observe,
+            env_file: get("LOOPGATE_CONFIG").map(PathBuf::from),
+            env_mode: get("LOOPGATE_MODE"),
+            project_dir,
+            user_file: user_config_file(),
+            env: env
+                .iter()
+                .filter(|(k, _)| k != "LOOPGATE_MODE" && k != "LOOPGATE_CONFIG")
+                .cloned()
+                .collect(),
+            provenance: false,
+        }
+    }
+}
+
+/// The loaded config, where each value came from, and one line per problem found.
 pub struct Loaded {
     pub config: Config,
     pub problems: Vec<String>,
+    /// Per leaf (`dedup.max_identical`), where its value came from (empty when nothing
+    /// overrode the defaults and provenance was not asked for).
+    pub origins: std::collections::BTreeMap<String, crate::config_sources::Origin>,
+    /// The effective configuration as a TOML tree (what `loopgate config` prints); empty unless
+    /// [`Sources::provenance`] was set.
+    pub effective: toml::Value,
+    /// An explicit config file (`--config`, `LOOPGATE_CONFIG`) that does not exist.
+    pub missing_explicit: Option<PathBuf>,
 }
 
+/// The user config file: `config.toml` in the platform's config directory for loopgate.
 pub fn user_config_file() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().join(".config")))?;
-    Some(base.join("loopgate").join("config.toml"))
+    crate::paths::config_dir().map(|d| d.join("config.toml"))
 }
 
 pub fn project_config_file(project_dir: &Path) -> PathBuf {
@@ -331,84 +401,7 @@ pub fn project_config_file(project_dir: &Path) -> PathBuf {
 }
 
 pub fn load(src: &Sources) -> Loaded {
-    let mut problems = Vec::new();
-    let explicit = src
-        .flag_file
-        .map(Path::to_path_buf)
-        .or(src.env_file.clone());
-    let files: Vec<PathBuf> = match explicit {
-        Some(f) => vec![f],
-        None => src
-            .user_file
-            .iter()
-            .cloned()
-            .chain(src.project_dir.map(project_config_file))
-            .collect(),
-    };
-    let mut merged = toml::Table::new();
-    let project_file = src.project_dir.map(project_config_file);
-    for file in files {
-        match read_table(&file) {
-            Ok(Some(mut t)) => {
-                if src.flag_file.is_none()
-                    && src.env_file.is_none()
-                    && project_file.as_ref() == Some(&file)
-                {
-                    t.remove("guard");
-                }
-                deep_merge(&mut merged, t)
-            }
-            Ok(None) => {}
-            Err(e) => problems.push(format!("ignoring config {}: {e}", file.display())),
-        }
-    }
-    let mut config = match Config::deserialize(toml::Value::Table(merged)) {
-        Ok(c) => c,
-        Err(e) => {
-            problems.push(format!(
-                "config ignored, using defaults: {}",
-                one_line(&e.to_string())
-            ));
-            Config::default()
-        }
-    };
-    match src.env_mode.as_deref() {
-        Some("observe") => config.mode = Mode::Observe,
-        Some("enforce") => config.mode = Mode::Enforce,
-        Some("") | None => {}
-        Some(other) => problems.push(format!("LOOPGATE_MODE={other:?} is not observe or enforce")),
-    }
-    if src.flag_observe {
-        config.mode = Mode::Observe;
-    }
-    Loaded { config, problems }
-}
-
-fn read_table(path: &Path) -> Result<Option<toml::Table>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
-    };
-    text.parse::<toml::Table>()
-        .map(Some)
-        .map_err(|e| one_line(&e.to_string()))
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Tables merge key by key, so a project file can change one threshold without restating the rest.
-fn deep_merge(base: &mut toml::Table, over: toml::Table) {
-    for (k, v) in over {
-        match (base.get_mut(&k), v) {
-            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => deep_merge(b, o),
-            (_, v) => {
-                base.insert(k, v);
-            }
-        }
-    }
+    crate::config_sources::load(src)
 }
 
 #[cfg(test)]

@@ -21,6 +21,8 @@ pub struct Meta<'a> {
     pub now_ms: u64,
     pub enforced: bool,
     pub preview: Option<String>,
+    /// The settings in effect, so each line carries its detector's thresholds.
+    pub config: Option<&'a crate::config::Config>,
 }
 
 /// Seed 001's six loop types, plus the signals that are not loops of one kind (failures, waiting,
@@ -58,6 +60,20 @@ pub fn line(m: &Meta, v: &Verdict) -> Value {
     });
     if let Some(p) = &m.preview {
         o["preview"] = Value::String(p.clone());
+    }
+    // Join keys named as in Claude Code's own OpenTelemetry events, for a team's log pipeline.
+    o["session.id"] = o["session"].clone();
+    o["prompt.id"] = o["prompt_id"].clone();
+    if let Some(id) = &m.payload.tool_use_id {
+        o["tool_use_id"] = Value::String(crate::payload::clip(id, 128));
+    }
+    if let Some(id) = &m.payload.agent_id {
+        o["agent.id"] = Value::String(crate::payload::clip(id, 64));
+    }
+    if let Some(cfg) = m.config {
+        if let Some(t) = crate::config_sources::thresholds(cfg, v.detector) {
+            o["thresholds"] = t;
+        }
     }
     // The one masking pass every line goes through, whatever a detector put in it.
     crate::redact::mask_value(&mut o);
@@ -125,7 +141,7 @@ pub fn append(dir: &Path, lines: &[Value], cfg: &Log, timeout: Duration) -> Resu
     let buf = render(lines, cfg.max_bytes)?;
     let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     if size > 0 && size + buf.len() as u64 > cfg.max_bytes {
-        fs::rename(&path, dir.join(format!("{FILE}.1"))).context("cannot rotate the event log")?;
+        crate::gc::rotate(&path, cfg.generations).context("cannot rotate the event log")?;
     }
     let mut f = open_private(&path).context("cannot open the event log")?;
     f.seek(SeekFrom::End(0))?;

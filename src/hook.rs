@@ -27,7 +27,7 @@ const MAX_LOCK_WAIT_MS: u64 = 5000;
 pub fn run(cli: &Cli, expected: Event) -> Exit {
     // Streamed and compacted: a tool result of tens of megabytes is hashed, never held.
     let read = crate::payload::compact::read_compact(std::io::stdin().lock(), MAX_INPUT);
-    if env_is("LOOPGATE_DISABLE", "1") {
+    if crate::config_sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
         return Exit::Ok;
     }
     let result = read.and_then(|input| process(cli, expected, &input));
@@ -72,16 +72,12 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     let project_dir = std::env::var_os("CLAUDE_PROJECT_DIR")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
-    let loaded = config::load(&config::Sources {
-        flag_file: cli.config.as_deref(),
-        flag_observe: cli.observe,
-        env_file: std::env::var_os("LOOPGATE_CONFIG")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
-        env_mode: std::env::var("LOOPGATE_MODE").ok(),
-        project_dir: project_dir.as_deref(),
-        user_file: config::user_config_file(),
-    });
+    let loaded = config::load(&config::Sources::from_process(
+        cli.config.as_deref(),
+        cli.observe,
+        project_dir.as_deref(),
+    ));
+    let config_problems = loaded.problems.clone();
     let mut problems = loaded.problems;
     let cfg = loaded.config;
     // Things the human must hear about (tamper, a lost state): a `systemMessage` and a log line,
@@ -160,6 +156,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         now_ms,
         enforced,
         preview: cfg.log.preview.then(|| preview(&payload)).flatten(),
+        config: Some(&cfg),
     };
     let mut lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
     lines.extend(notices.iter().map(|n| notice_line(&meta, n)));
@@ -167,16 +164,27 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     if let Err(e) = events::append(store.dir(), &lines, &cfg.log, log_timeout) {
         problems.push(format!("{e:#}"));
     }
+    let notify = !config_problems.is_empty()
+        && crate::notice::first_time(
+            store.dir(),
+            &payload.session_id,
+            &config_problems.join("\n"),
+        );
     drop(lock);
+    crate::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
     let answer = if enforced {
         strongest(&verdicts).and_then(|v| render::answer(event, v))
     } else {
         None
     };
-    let stdout = with_notices(answer, &notices);
+    let mut stdout = with_notices(answer, &notices);
     if !notices.is_empty() {
         // Also on stderr, for logs that keep it; exit 0 keeps the answer (and the notice) valid.
         problems.extend(notices);
+    }
+    if notify {
+        let message = crate::notice::config_message(&config_problems);
+        stdout = Some(crate::notice::with_system_message(stdout, &message));
     }
     Ok(Done {
         stdout,
@@ -261,12 +269,8 @@ pub fn state_dir(cli: &Cli) -> Result<PathBuf> {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         })
-        .or_else(Store::default_dir)
-        .context("no state directory: set LOOPGATE_STATE_DIR or --state-dir")
-}
-
-fn env_is(name: &str, value: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| v == value)
+        .or_else(crate::paths::state_dir)
+        .context(crate::paths::NO_HOME)
 }
 
 /// Claude Code shows the hook's stderr to the user: keep it to one line per problem. A stderr that

@@ -212,6 +212,20 @@ pub fn is_loopgate_command(command: &str) -> bool {
     OWN_PROGRAMS.contains(&name)
 }
 
+/// The program a loopgate hook command runs (the script for `sh script`), as written.
+pub fn command_program(command: &str) -> Option<String> {
+    if !is_loopgate_command(command) {
+        return None;
+    }
+    let words = shell_words(command, 4);
+    let mut words = words.into_iter().skip_while(|word| is_assignment(word));
+    let program = words.next()?;
+    if matches!(base_name(&program), "sh" | "bash") {
+        return words.next();
+    }
+    Some(program)
+}
+
 fn base_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
@@ -312,14 +326,121 @@ fn root_object(settings: &mut Value) -> Result<&mut Map<String, Value>> {
     }
 }
 
-/// Where [`run`] keeps the previous contents of `settings_path`.
+/// Backups kept per settings file: the oldest (the settings as they were before loopgate first
+/// changed them) and the newest ones up to this many in all.
+pub const KEEP_BACKUPS: usize = 5;
+
+/// A new backup's path: `<file>.loopgate-bak.<UTC time>`, so names sort by age.
 pub fn backup_path(settings_path: &Path) -> PathBuf {
+    let stamp: String = humantime::format_rfc3339_millis(std::time::SystemTime::now())
+        .to_string()
+        .chars()
+        .filter(|c| *c != '-' && *c != ':')
+        .collect();
     let mut name = settings_path
         .file_name()
         .map(|name| name.to_os_string())
         .unwrap_or_else(|| "settings.json".into());
-    name.push(BACKUP_SUFFIX);
-    settings_path.with_file_name(name)
+    name.push(format!("{BACKUP_SUFFIX}.{stamp}"));
+    let mut path = settings_path.with_file_name(&name);
+    // Two changes within one millisecond: number the second.
+    let mut n = 1;
+    while path.exists() {
+        let mut numbered = name.clone();
+        numbered.push(format!("-{n}"));
+        path = settings_path.with_file_name(numbered);
+        n += 1;
+    }
+    path
+}
+
+/// The backups of `settings_path`, oldest first (an unstamped `<file>.loopgate-bak` from an
+/// older loopgate counts as the oldest).
+pub fn backups(settings_path: &Path) -> Vec<PathBuf> {
+    let Some(name) = settings_path.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
+    let prefix = format!("{name}{BACKUP_SUFFIX}");
+    let dir = match settings_path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, PathBuf)> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            let rest = n.strip_prefix(&prefix)?;
+            (rest.is_empty() || rest.starts_with('.')).then(|| (rest.to_string(), e.path()))
+        })
+        .collect();
+    out.sort();
+    out.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Keeps the oldest backup and the newest ones, [`KEEP_BACKUPS`] in all.
+fn prune_backups(settings_path: &Path) {
+    let all = backups(settings_path);
+    if all.len() <= KEEP_BACKUPS {
+        return;
+    }
+    for p in &all[1..all.len() - (KEEP_BACKUPS - 1)] {
+        let _ = fs::remove_file(p);
+    }
+}
+
+/// Puts back the settings from `backup` (or the newest backup). The contents it replaces are
+/// backed up first, so restoring twice undoes the restore.
+pub fn restore(settings_path: &Path, backup: Option<&Path>) -> Result<String> {
+    let shown = settings_path.display();
+    let all = backups(settings_path);
+    let chosen = match backup {
+        Some(b) => b.to_path_buf(),
+        None => match all.last() {
+            Some(b) => b.clone(),
+            None => bail!("no loopgate backup of {shown} to restore"),
+        },
+    };
+    let text = fs::read_to_string(&chosen)
+        .with_context(|| format!("cannot read the backup {}", chosen.display()))?;
+    parse_settings(&text).with_context(|| {
+        format!(
+            "{} is not valid settings JSON; nothing restored",
+            chosen.display()
+        )
+    })?;
+    let target = resolve_symlink(settings_path);
+    let permissions = fs::metadata(&target).ok().map(|meta| meta.permissions());
+    let mut saved = None;
+    match fs::read_to_string(&target) {
+        Ok(current) if current == text => {
+            return Ok(format!(
+                "{shown} already has the contents of {}",
+                chosen.display()
+            ))
+        }
+        Ok(current) => {
+            let path = backup_path(settings_path);
+            write_atomic(&path, current.as_bytes(), permissions.as_ref())
+                .with_context(|| format!("cannot write the backup {}", path.display()))?;
+            saved = Some(path);
+        }
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+        Err(err) => return Err(err).with_context(|| format!("cannot read {shown}")),
+    }
+    write_atomic(&target, text.as_bytes(), permissions.as_ref())
+        .with_context(|| format!("cannot write {shown}"))?;
+    prune_backups(settings_path);
+    Ok(match saved {
+        Some(p) => format!(
+            "restored {shown} from {} (what it replaced: {})",
+            chosen.display(),
+            p.display()
+        ),
+        None => format!("restored {shown} from {}", chosen.display()),
+    })
 }
 
 /// Adds (or with `uninstall`, removes) loopgate's hooks in the settings file at `settings_path`
@@ -327,7 +448,7 @@ pub fn backup_path(settings_path: &Path) -> PathBuf {
 ///
 /// A missing file counts as `{}` (and is only created when hooks are added); invalid JSON is an
 /// error and the file is left untouched. When the file changes, its previous contents are saved
-/// to [`backup_path`] first, and the new contents (pretty-printed, 2-space indent) replace it
+/// to a timestamped [`backup_path`] first (the oldest and the newest backups are kept), and the new contents (pretty-printed, 2-space indent) replace it
 /// atomically. A symlinked settings file is updated at its target.
 pub fn run(settings_path: &Path, command_prefix: &str, uninstall: bool) -> Result<String> {
     let shown = settings_path.display();
@@ -367,6 +488,7 @@ pub fn run(settings_path: &Path, command_prefix: &str, uninstall: bool) -> Resul
         write_atomic(&path, text.as_bytes(), permissions.as_ref())
             .with_context(|| format!("cannot write the backup {}", path.display()))?;
         backup = Some(path);
+        prune_backups(settings_path);
     }
     let mut text = serde_json::to_string_pretty(&settings).context("cannot serialize settings")?;
     text.push('\n');
@@ -758,7 +880,7 @@ mod tests {
             let summary = run(&path, PREFIX, false).unwrap();
             assert!(summary.starts_with("created "), "{summary}");
             assert_eq!(read(&path), json!({"hooks": hook_block(PREFIX)}));
-            assert!(!backup_path(&path).exists());
+            assert!(backups(&path).is_empty());
             let text = fs::read_to_string(&path).unwrap();
             assert!(text.starts_with("{\n  \"hooks\": {\n    \""), "{text}");
             assert!(text.ends_with("}\n"));
@@ -770,28 +892,66 @@ mod tests {
             fs::create_dir_all(path.parent().unwrap()).unwrap();
             let original = "{\"model\":\"opus\"}";
             fs::write(&path, original).unwrap();
+            let newest = |path: &Path| fs::read_to_string(backups(path).last().unwrap()).unwrap();
 
             let summary = run(&path, PREFIX, false).unwrap();
             assert!(summary.starts_with("added "), "{summary}");
-            assert!(summary.contains(".loopgate-bak"), "{summary}");
-            assert_eq!(fs::read_to_string(backup_path(&path)).unwrap(), original);
+            assert!(summary.contains(".loopgate-bak."), "{summary}");
+            assert_eq!(newest(&path), original);
             let installed = fs::read_to_string(&path).unwrap();
 
-            fs::remove_file(backup_path(&path)).unwrap();
             let summary = run(&path, PREFIX, false).unwrap();
             assert!(summary.contains("already up to date"), "{summary}");
             assert_eq!(fs::read_to_string(&path).unwrap(), installed);
-            assert!(!backup_path(&path).exists());
+            assert_eq!(backups(&path).len(), 1, "no change, no backup");
 
             let summary = run(&path, "/elsewhere/loopgate", false).unwrap();
             assert!(summary.starts_with("updated "), "{summary}");
-            assert_eq!(fs::read_to_string(backup_path(&path)).unwrap(), installed);
+            assert_eq!(newest(&path), installed);
+            assert_eq!(
+                fs::read_to_string(&backups(&path)[0]).unwrap(),
+                original,
+                "the pre-loopgate settings stay"
+            );
 
             let summary = run(&path, PREFIX, true).unwrap();
             assert!(summary.starts_with("removed "), "{summary}");
             assert_eq!(read(&path), json!({"model": "opus"}));
             let summary = run(&path, PREFIX, true).unwrap();
             assert!(summary.contains("nothing to remove"), "{summary}");
+        }
+
+        #[test]
+        fn keeps_the_oldest_and_the_newest_backups_and_restores() {
+            let (_dir, path) = setup();
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let original = "{\"model\":\"opus\"}";
+            fs::write(&path, original).unwrap();
+            for i in 0..10 {
+                run(&path, &format!("/bin{i}/loopgate"), false).unwrap();
+            }
+            let all = backups(&path);
+            assert_eq!(all.len(), KEEP_BACKUPS);
+            assert_eq!(fs::read_to_string(&all[0]).unwrap(), original);
+            let before = fs::read_to_string(&path).unwrap();
+            let summary = restore(&path, None).unwrap();
+            assert!(summary.starts_with("restored "), "{summary}");
+            assert!(fs::read_to_string(&path)
+                .unwrap()
+                .contains("/bin8/loopgate"));
+            restore(&path, None).unwrap();
+            assert_eq!(
+                fs::read_to_string(&path).unwrap(),
+                before,
+                "twice undoes it"
+            );
+            restore(&path, Some(&backups(&path)[0])).unwrap();
+            assert_eq!(fs::read_to_string(&path).unwrap(), original);
+            let (_d2, empty) = setup();
+            assert!(restore(&empty, None)
+                .unwrap_err()
+                .to_string()
+                .contains("no loopgate backup"));
         }
 
         #[test]
@@ -815,7 +975,7 @@ mod tests {
                         "{err:#}"
                     );
                     assert_eq!(fs::read_to_string(&path).unwrap(), bad);
-                    assert!(!backup_path(&path).exists());
+                    assert!(backups(&path).is_empty());
                 }
             }
             let dir_entries = fs::read_dir(path.parent().unwrap()).unwrap().count();
@@ -866,7 +1026,7 @@ mod tests {
             assert_eq!(read(&real), json!({"hooks": hook_block(PREFIX)}));
             let mode = fs::metadata(&real).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o640);
-            assert!(backup_path(&path).is_file());
+            assert!(backups(&path)[0].is_file());
         }
     }
 

@@ -115,13 +115,9 @@ impl Store {
         &self.dir
     }
 
+    /// The platform's state directory for loopgate (see [`crate::paths`]).
     pub fn default_dir() -> Option<PathBuf> {
-        let p = directories::ProjectDirs::from("", "", "loopgate")?;
-        Some(
-            p.state_dir()
-                .unwrap_or_else(|| p.data_local_dir())
-                .to_path_buf(),
-        )
+        crate::paths::state_dir()
     }
 
     /// The private per-user fallback when the configured state dir is unusable:

@@ -312,7 +312,7 @@ fn harmless_reads_and_work_are_allowed() {
 
 #[test]
 fn the_user_can_turn_the_guard_off_but_the_project_cannot() {
-    let mut env = Env::new().config("[guard]\nenabled = false\n");
+    let mut env = Env::new().project_config("[guard]\nenabled = false\n");
     assert!(
         judge(
             &mut env,

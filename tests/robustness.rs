@@ -240,7 +240,7 @@ fn the_agent_cannot_switch_loopgate_off_through_the_project() {
         )
         .denied());
     // A project file cannot turn the guard off either.
-    let env = Env::new().config("[guard]\nenabled = false\n");
+    let env = Env::new().project_config("[guard]\nenabled = false\n");
     assert!(env
         .pre("Bash", json!({"command": "loopgate reset --all"}), "g3")
         .denied());

@@ -20,7 +20,7 @@
 //! - `{"batch": true, "expect": E}`: the turn's PostToolBatch (`block` ends an unattended run).
 //! - `{"prompt": ID, "text": T, "expect": "block" | "allow"}`: a new user prompt. `{"stop": true, "expect": "block" | "allow"}`: a Stop.
 //!
-//! Top level: `name`, `why`, optional `config` (TOML for `.claude/loopgate.toml`), `git` (make the
+//! Top level: `name`, `why`, optional `config` (TOML for the user config file), `git` (make the
 //! project a repository), `env` (extra environment).
 
 use crate::common::{denial_text, Env, Out};

@@ -1,7 +1,54 @@
 //! Manual commands: what a person runs, as opposed to the hooks Claude Code runs.
 
+pub mod completions;
+pub mod config;
+pub mod doctor;
+pub mod explain;
+pub mod gc;
 pub mod replay;
 pub mod report;
 pub mod reset;
 pub mod setup;
 pub mod status;
+
+use anyhow::{bail, Result};
+use std::path::{Path, PathBuf};
+
+/// The state directory: the flag, else `LOOPGATE_STATE_DIR`, else the platform default.
+pub fn state_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(d) = flag.or_else(|| {
+        std::env::var_os("LOOPGATE_STATE_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    }) {
+        return Ok(d);
+    }
+    match crate::paths::state_dir() {
+        Some(d) => Ok(d),
+        None => bail!("{}", crate::paths::NO_HOME),
+    }
+}
+
+/// The project a manual command looks at: the flag, else `CLAUDE_PROJECT_DIR`, else the
+/// current directory.
+pub fn project_dir(flag: Option<&Path>) -> Option<PathBuf> {
+    flag.map(Path::to_path_buf)
+        .or_else(|| {
+            std::env::var_os("CLAUDE_PROJECT_DIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .or_else(|| std::env::current_dir().ok())
+        .map(|p| std::path::absolute(&p).unwrap_or(p))
+}
+
+/// The configuration as the hooks would load it for `project`.
+pub fn load_config(
+    file: Option<&Path>,
+    observe: bool,
+    project: Option<&Path>,
+) -> crate::config::Loaded {
+    let mut sources = crate::config::Sources::from_process(file, observe, project);
+    sources.provenance = true;
+    crate::config::load(&sources)
+}

@@ -3,7 +3,6 @@
 //! per session whether the agent was looping on its inputs (the same arguments again) or on its
 //! outputs (a tool that keeps answering the same): seed 004's `gate_blocked` aggregation.
 
-use crate::events::FILE;
 use crate::state::SessionState;
 use crate::store::Store;
 use anyhow::{Context, Result};
@@ -44,8 +43,8 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
 
 fn read_events(store: &Store, session: Option<&str>, cutoff: Option<SystemTime>) -> Vec<Value> {
     let mut out = Vec::new();
-    for name in [format!("{FILE}.1"), FILE.to_string()] {
-        let Ok(text) = std::fs::read_to_string(store.dir().join(name)) else {
+    for path in crate::gc::log_generations(store.dir()) {
+        let Ok(text) = std::fs::read_to_string(path) else {
             continue;
         };
         for line in text.lines() {
@@ -162,7 +161,8 @@ pub fn build(events: &[Value], states: &[SessionState]) -> Value {
                 "session": id,
                 "events": evs.len(),
                 "calls": st.map(|s| s.totals.calls),
-                "breaker": st.map(|s| format!("{:?}", s.breaker.state)),
+                // The same spelling as `status` and the state file (CLOSED, HALF_OPEN, OPEN).
+                "breaker": st.and_then(|s| serde_json::to_value(s.breaker.state).ok()),
                 "summary": verdict_sentence(evs),
             })
         })

@@ -4,7 +4,13 @@ use crate::store::Store;
 use anyhow::{bail, Result};
 use std::time::Duration;
 
-pub fn run(store: &Store, session: Option<&str>, all: bool, lock_timeout: Duration) -> Result<()> {
+pub fn run(
+    store: &Store,
+    session: Option<&str>,
+    all: bool,
+    lock_timeout: Duration,
+    as_json: bool,
+) -> Result<()> {
     let stems: Vec<String> = if all {
         store.sessions().into_iter().map(|(stem, _)| stem).collect()
     } else {
@@ -26,9 +32,13 @@ pub fn run(store: &Store, session: Option<&str>, all: bool, lock_timeout: Durati
             done += 1;
         }
     }
-    println!(
-        "loopgate: reset {done} session{}",
-        if done == 1 { "" } else { "s" }
-    );
+    if as_json {
+        println!("{}", serde_json::json!({"reset": done}));
+    } else {
+        println!(
+            "loopgate: reset {done} session{}",
+            if done == 1 { "" } else { "s" }
+        );
+    }
     Ok(())
 }

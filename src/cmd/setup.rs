@@ -1,34 +1,31 @@
-//! `loopgate setup`: wires the hooks into a Claude Code settings file (install.sh calls this).
+//! `loopgate setup`: wires the hooks into a Claude Code settings file (install.sh calls this),
+//! removes them, or restores the file from one of its backups.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
-pub fn run(
-    settings: Option<&Path>,
-    bin: Option<&Path>,
-    observe: bool,
-    uninstall: bool,
-) -> Result<()> {
-    run_with(settings, bin, observe, uninstall, None)
+pub struct Options<'a> {
+    pub settings: Option<&'a Path>,
+    pub bin: Option<&'a Path>,
+    pub observe: bool,
+    pub uninstall: bool,
+    /// `Some(None)`: restore the newest backup; `Some(Some(path))`: that backup.
+    pub restore: Option<Option<&'a Path>>,
+    pub json: bool,
+    /// `Some(dir)`: install into Claude Code's managed-settings drop-in under `dir` instead of a
+    /// settings file (`setup --managed [--managed-dir DIR]`).
+    pub managed: Option<PathBuf>,
 }
 
-/// `managed`: `Some(dir)` installs into Claude Code's managed-settings drop-in under `dir`
-/// instead of a settings file (`setup --managed [--managed-dir DIR]`).
-pub fn run_with(
-    settings: Option<&Path>,
-    bin: Option<&Path>,
-    observe: bool,
-    uninstall: bool,
-    managed: Option<&Path>,
-) -> Result<()> {
-    if let Some(dir) = managed {
-        let bin = match bin {
-            Some(b) => b.to_path_buf(),
+pub fn run(o: &Options) -> Result<()> {
+    if let Some(dir) = &o.managed {
+        let bin = match o.bin {
+            Some(b) => resolve_bin(b)?,
             None => std::env::current_exe().context("cannot find this executable's path")?,
         };
-        let prefix = crate::setup::command_prefix(&bin, observe)?;
-        println!("{}", crate::setup::run_managed(dir, &prefix, uninstall)?);
-        if !uninstall {
+        let prefix = crate::setup::command_prefix(&bin, o.observe)?;
+        println!("{}", crate::setup::run_managed(dir, &prefix, o.uninstall)?);
+        if !o.uninstall {
             println!(
                 "remove loopgate from your own settings (`loopgate setup --uninstall`) so its hooks do not run twice, \
                  and make sure {} is a binary the agent cannot replace (owned by root)",
@@ -37,19 +34,103 @@ pub fn run_with(
         }
         return Ok(());
     }
-    let settings: PathBuf = match settings {
+    let settings: PathBuf = match o.settings {
         Some(p) => p.to_path_buf(),
-        None => directories::BaseDirs::new()
-            .context("cannot find the home directory")?
-            .home_dir()
-            .join(".claude")
-            .join("settings.json"),
+        None => crate::paths::claude_user_settings()
+            .with_context(|| crate::paths::NO_HOME.to_string())?,
     };
-    let bin = match bin {
-        Some(b) => b.to_path_buf(),
-        None => std::env::current_exe().context("cannot find this executable's path")?,
+    let summary = if let Some(backup) = o.restore {
+        crate::setup::restore(&settings, backup)?
+    } else {
+        let bin = match o.bin {
+            Some(b) => resolve_bin(b)?,
+            None => std::env::current_exe().context("cannot find this executable's path")?,
+        };
+        let prefix = crate::setup::command_prefix(&bin, o.observe)?;
+        crate::setup::run(&settings, &prefix, o.uninstall)?
     };
-    let prefix = crate::setup::command_prefix(&bin, observe)?;
-    println!("{}", crate::setup::run(&settings, &prefix, uninstall)?);
+    if o.json {
+        let backups: Vec<String> = crate::setup::backups(&settings)
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "settings": settings.display().to_string(),
+                "summary": summary,
+                "backups": backups,
+            })
+        );
+    } else {
+        println!("{summary}");
+    }
     Ok(())
+}
+
+/// `--bin` as the hooks will run it: an absolute path to an existing executable file. A bare
+/// name is looked up on PATH; a relative path is taken from the current directory. Symlinks
+/// are kept, so a link the user manages keeps working after an upgrade.
+pub fn resolve_bin(bin: &Path) -> Result<PathBuf> {
+    let shown = bin.display();
+    let candidate = if bin.components().count() == 1 && !bin.is_absolute() {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|d| d.join(bin))
+            .find(|p| p.is_file())
+            .with_context(|| format!("--bin {shown}: not found on PATH"))?
+    } else {
+        std::path::absolute(bin)
+            .with_context(|| format!("--bin {shown}: cannot make it absolute"))?
+    };
+    let meta = std::fs::metadata(&candidate)
+        .with_context(|| format!("--bin {shown}: {} does not exist", candidate.display()))?;
+    if !meta.is_file() {
+        bail!("--bin {shown}: {} is not a file", candidate.display());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o111 == 0 {
+            bail!("--bin {shown}: {} is not executable", candidate.display());
+        }
+    }
+    Ok(candidate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bin_must_be_an_existing_executable_and_becomes_absolute() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(resolve_bin(&d.path().join("missing"))
+            .unwrap_err()
+            .to_string()
+            .contains("does not exist"));
+        let f = d.path().join("loopgate");
+        std::fs::write(&f, "#!/bin/sh\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+            assert!(resolve_bin(&f)
+                .unwrap_err()
+                .to_string()
+                .contains("not executable"));
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        assert_eq!(resolve_bin(&f).unwrap(), f);
+        assert!(resolve_bin(d.path())
+            .unwrap_err()
+            .to_string()
+            .contains("not a file"));
+        let rel = resolve_bin(Path::new("./Cargo.toml"));
+        // A relative path is made absolute before it is judged.
+        if let Err(e) = rel {
+            assert!(e
+                .to_string()
+                .contains(std::env::current_dir().unwrap().to_str().unwrap()));
+        }
+    }
 }

@@ -6,14 +6,38 @@ use crate::store::Store;
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
 
-pub fn run(store: &Store, session: Option<&str>, as_json: bool) -> Result<()> {
+/// Sessions most recently active first; `limit` keeps the first N, `since` (e.g. `2h`) only
+/// those active within that long.
+pub fn run(
+    store: &Store,
+    session: Option<&str>,
+    as_json: bool,
+    limit: Option<usize>,
+    since: Option<&str>,
+) -> Result<()> {
+    let cutoff_ms = match since {
+        Some(s) => {
+            let d = humantime::parse_duration(s).map_err(|_| {
+                anyhow::anyhow!("--since {s:?}: expected a duration such as 30m, 2h or 7d")
+            })?;
+            Some(crate::clock::now_ms().saturating_sub(d.as_millis() as u64))
+        }
+        None => None,
+    };
     let wanted = session.map(Store::stem);
-    let sessions: Vec<(String, SessionState)> = store
+    let mut sessions: Vec<(String, SessionState)> = store
         .sessions()
         .into_iter()
         .filter(|(stem, _)| wanted.as_ref().is_none_or(|w| w == stem))
         .filter_map(|(stem, path)| Some((stem, Store::peek(&path)?)))
+        .filter(|(_, s)| cutoff_ms.is_none_or(|c| s.updated_ms >= c))
         .collect();
+    sessions.sort_by(|a, b| {
+        b.1.updated_ms
+            .cmp(&a.1.updated_ms)
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    sessions.truncate(limit.unwrap_or(usize::MAX));
     if let (Some(id), true) = (session, sessions.is_empty()) {
         bail!("no state for session {id:?} in {}", store.dir().display());
     }
@@ -77,7 +101,7 @@ pub fn summary(stem: &str, s: &SessionState) -> Value {
             )
         })
         .collect();
-    json!({
+    let mut out = json!({
         "session": s.session,
         "state_file": format!("{stem}.json"),
         "started": rfc3339(s.started_ms),
@@ -88,7 +112,29 @@ pub fn summary(stem: &str, s: &SessionState) -> Value {
         "world": {"files_tracked": s.world.files.len(), "new_states": s.world.novel_states, "epoch": s.world.epoch},
         "agents": agents,
         "recent": s.recent,
-    })
+    });
+    with_rfc3339(&mut out);
+    out
+}
+
+/// Every `…_ms` timestamp gets its RFC 3339 twin (`at_ms` → `at`), as in every other output.
+fn with_rfc3339(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            let stamps: Vec<(String, u64)> = map
+                .iter()
+                .filter_map(|(k, v)| Some((k.strip_suffix("_ms")?.to_string(), v.as_u64()?)))
+                // A timestamp (after 2001), not a duration.
+                .filter(|(_, ms)| *ms > 1_000_000_000_000)
+                .collect();
+            for (k, ms) in stamps {
+                map.entry(k).or_insert_with(|| Value::String(rfc3339(ms)));
+            }
+            map.values_mut().for_each(with_rfc3339);
+        }
+        Value::Array(items) => items.iter_mut().for_each(with_rfc3339),
+        _ => {}
+    }
 }
 
 /// `println!` with secrets masked.
@@ -116,8 +162,11 @@ fn print_session(s: &SessionState) {
         s.turn.stop_blocks
     );
     say!(
-        "  circuit breaker {:?}, {} turns in a row without progress",
-        s.breaker.state,
+        "  circuit breaker {}, {} turns in a row without progress",
+        serde_json::to_value(s.breaker.state)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
         s.breaker.no_progress_turns
     );
     for t in &s.breaker.history {

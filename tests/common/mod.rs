@@ -103,7 +103,16 @@ impl Env {
         self
     }
 
+    /// Writes the user config file (a project file may only tighten: see `project_config`).
     pub fn config(self, toml: &str) -> Env {
+        let dir = self.state.parent().unwrap().join("xdg").join("loopgate");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), toml).unwrap();
+        self
+    }
+
+    /// Writes the project's `.claude/loopgate.toml`.
+    pub fn project_config(self, toml: &str) -> Env {
         let dir = self.project.join(".claude");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("loopgate.toml"), toml).unwrap();

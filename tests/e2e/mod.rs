@@ -28,6 +28,7 @@ mod fake_api;
 mod harness;
 mod http;
 mod loops;
+mod plugin_validate;
 mod progress;
 mod run;
 mod smoke;

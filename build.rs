@@ -1,0 +1,31 @@
+//! Puts the commit loopgate was built from into `--version` (LOOPGATE_COMMIT); "unknown" when
+//! the source is not a git checkout (a crates.io package, a tarball).
+
+use std::process::Command;
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git").args(args).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=LOOPGATE_COMMIT={commit}");
+    // Rebuild when HEAD moves: watch HEAD and the branch it points to, when they are files.
+    let mut watch = vec!["HEAD".to_string()];
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watch.push(branch);
+    }
+    for name in watch {
+        if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
+            if std::path::Path::new(&path).is_file() {
+                println!("cargo:rerun-if-changed={path}");
+            }
+        }
+    }
+}

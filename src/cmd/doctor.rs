@@ -1,0 +1,567 @@
+//! `loopgate doctor`: checks the installation and explains what to fix — the binary on PATH and
+//! the one the hooks call, the hooks wired for every event exactly once across every place
+//! Claude Code reads them from (user, project and local settings, managed settings, an enabled
+//! plugin), the config, the state directory, Claude Code's version, and the project's git status.
+//! One line per check, ✓ or ✗ with the fix; exit 1 when any check fails.
+
+use crate::config::Loaded;
+use crate::setup::{self, HOOKS};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Fail,
+    /// Worth knowing, not a failure (nothing to check, or nothing found to check against).
+    Info,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub status: Status,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+fn ok(name: &'static str, detail: String) -> Check {
+    Check {
+        name,
+        status: Status::Ok,
+        detail,
+        fix: None,
+    }
+}
+
+fn fail(name: &'static str, detail: String, fix: impl Into<String>) -> Check {
+    Check {
+        name,
+        status: Status::Fail,
+        detail,
+        fix: Some(fix.into()),
+    }
+}
+
+fn info(name: &'static str, detail: String) -> Check {
+    Check {
+        name,
+        status: Status::Info,
+        detail,
+        fix: None,
+    }
+}
+
+/// What the checks look at.
+pub struct Inputs<'a> {
+    pub loaded: &'a Loaded,
+    pub state_dir: Result<PathBuf, String>,
+    pub project: Option<PathBuf>,
+    pub home: Option<PathBuf>,
+    pub managed_dir: PathBuf,
+    pub path_var: Option<std::ffi::OsString>,
+}
+
+/// Prints the checks; returns whether all passed.
+pub fn run(inputs: &Inputs, as_json: bool) -> anyhow::Result<bool> {
+    let checks = checks(inputs);
+    let all_ok = checks.iter().all(|c| c.status != Status::Fail);
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let doc = serde_json::json!({"ok": all_ok, "checks": checks});
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        for c in &checks {
+            let mark = match c.status {
+                Status::Ok => "✓",
+                Status::Fail => "✗",
+                Status::Info => "·",
+            };
+            match &c.fix {
+                Some(fix) => writeln!(out, "{mark} {}: {} — fix: {fix}", c.name, c.detail)?,
+                None => writeln!(out, "{mark} {}: {}", c.name, c.detail)?,
+            }
+        }
+        if all_ok {
+            writeln!(out, "all checks passed")?;
+        } else {
+            let n = checks.iter().filter(|c| c.status == Status::Fail).count();
+            writeln!(out, "{n} check{} failed", if n == 1 { "" } else { "s" })?;
+        }
+    }
+    Ok(all_ok)
+}
+
+pub fn checks(inp: &Inputs) -> Vec<Check> {
+    let wiring = wiring(inp);
+    let mut out = vec![binary_on_path(inp)];
+    out.extend(hooks_binary(&wiring, inp));
+    out.push(hooks_wired(&wiring));
+    out.extend(wiring.disabled.iter().map(|file| {
+        fail(
+            "hooks enabled",
+            format!(
+                "disableAllHooks is true in {}: no hook runs",
+                file.display()
+            ),
+            format!("remove \"disableAllHooks\" from {}", file.display()),
+        )
+    }));
+    out.extend(wiring.unreadable.iter().map(|(file, why)| {
+        fail(
+            "settings readable",
+            format!("{} cannot be read: {why}", file.display()),
+            "fix the JSON by hand (Claude Code ignores a file it cannot parse)",
+        )
+    }));
+    out.push(config(inp.loaded));
+    out.push(state_dir(&inp.state_dir));
+    out.push(claude_version(inp));
+    out.push(git(inp.project.as_deref()));
+    out
+}
+
+fn find_in_path(name: &str, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path_var?)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(p) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+fn binary_on_path(inp: &Inputs) -> Check {
+    let me = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "?".into());
+    match find_in_path("loopgate", inp.path_var.as_deref()) {
+        Some(p) => ok(
+            "binary on PATH",
+            format!(
+                "{} (this is {me}, version {})",
+                p.display(),
+                crate::cli::VERSION
+            ),
+        ),
+        None => fail(
+            "binary on PATH",
+            format!("no loopgate on PATH (this is {me})"),
+            "run ./install.sh, or add the directory holding loopgate to PATH",
+        ),
+    }
+}
+
+/// One loopgate hook handler found somewhere.
+struct Handler {
+    event: String,
+    command: String,
+    /// "user settings /home/u/.claude/settings.json", "plugin loopgate@market", …
+    source: String,
+    plugin: bool,
+}
+
+#[derive(Default)]
+struct Wiring {
+    handlers: Vec<Handler>,
+    disabled: Vec<PathBuf>,
+    unreadable: Vec<(PathBuf, String)>,
+}
+
+fn wiring(inp: &Inputs) -> Wiring {
+    let mut w = Wiring::default();
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    if let Some(home) = &inp.home {
+        files.push((
+            "user settings".into(),
+            home.join(".claude").join("settings.json"),
+        ));
+    }
+    if let Some(p) = &inp.project {
+        files.push((
+            "project settings".into(),
+            p.join(".claude").join("settings.json"),
+        ));
+        files.push((
+            "local settings".into(),
+            p.join(".claude").join("settings.local.json"),
+        ));
+    }
+    files.push((
+        "managed settings".into(),
+        inp.managed_dir.join("managed-settings.json"),
+    ));
+    if let Ok(rd) = std::fs::read_dir(inp.managed_dir.join("managed-settings.d")) {
+        let mut drop_ins: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        drop_ins.sort();
+        files.extend(drop_ins.into_iter().map(|p| ("managed settings".into(), p)));
+    }
+    let mut plugins: BTreeMap<String, bool> = BTreeMap::new();
+    for (label, file) in files {
+        let text = match crate::bounded::read_text(&file, None, 4 << 20) {
+            Ok(Some(t)) => t,
+            Ok(None) => continue,
+            Err(why) => {
+                w.unreadable.push((file, why));
+                continue;
+            }
+        };
+        let settings: Value = match serde_json::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                w.unreadable.push((file, e.to_string()));
+                continue;
+            }
+        };
+        let managed = label == "managed settings";
+        if !managed && settings["disableAllHooks"] == Value::Bool(true) {
+            w.disabled.push(file.clone());
+        }
+        if let Some(map) = settings["enabledPlugins"].as_object() {
+            for (name, on) in map {
+                if name.split('@').next() == Some("loopgate") {
+                    // Later (narrower) settings win, as Claude Code's precedence has it.
+                    plugins.insert(name.clone(), on.as_bool().unwrap_or(false));
+                }
+            }
+        }
+        let Some(hooks) = settings["hooks"].as_object() else {
+            continue;
+        };
+        for (event, groups) in hooks {
+            for group in groups.as_array().into_iter().flatten() {
+                for h in group["hooks"].as_array().into_iter().flatten() {
+                    let Some(cmd) = h["command"].as_str() else {
+                        continue;
+                    };
+                    if setup::is_loopgate_command(cmd) {
+                        w.handlers.push(Handler {
+                            event: event.clone(),
+                            command: cmd.to_string(),
+                            source: format!("{label} {}", file.display()),
+                            plugin: false,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    for (name, on) in plugins {
+        if !on {
+            continue;
+        }
+        for &(event, sub, _) in HOOKS {
+            w.handlers.push(Handler {
+                event: event.into(),
+                command: format!("{} {sub}", setup::PLUGIN_COMMAND_PREFIX),
+                source: format!("plugin {name}"),
+                plugin: true,
+            });
+        }
+    }
+    w
+}
+
+fn hooks_wired(w: &Wiring) -> Check {
+    let mut missing = Vec::new();
+    let mut twice = Vec::new();
+    let mut wrong = Vec::new();
+    let mut sources: Vec<&str> = Vec::new();
+    for &(event, sub, _) in HOOKS {
+        let hs: Vec<&Handler> = w.handlers.iter().filter(|h| h.event == event).collect();
+        // Claude Code runs an identical command from several settings files once; a plugin's
+        // copy stays separate.
+        let mut distinct: Vec<&Handler> = Vec::new();
+        for h in &hs {
+            if h.plugin || !distinct.iter().any(|d| !d.plugin && d.command == h.command) {
+                distinct.push(h);
+            }
+        }
+        for h in &distinct {
+            if !sources.contains(&h.source.as_str()) {
+                sources.push(&h.source);
+            }
+            if h.command.split_whitespace().last() != Some(sub) {
+                wrong.push(format!("{event} runs `{}`", h.command));
+            }
+        }
+        match distinct.len() {
+            0 => missing.push(event),
+            1 => {}
+            n => twice.push(format!(
+                "{event} {n} times ({})",
+                distinct
+                    .iter()
+                    .map(|h| h.source.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+    // Events loopgate does not use.
+    for h in &w.handlers {
+        if !HOOKS.iter().any(|&(e, _, _)| e == h.event) {
+            wrong.push(format!("{} (not an event loopgate uses)", h.event));
+        }
+    }
+    if missing.is_empty() && twice.is_empty() && wrong.is_empty() {
+        return ok(
+            "hooks wired once",
+            format!("all {} events, from {}", HOOKS.len(), sources.join(", ")),
+        );
+    }
+    let mut problems = Vec::new();
+    let mut fixes = Vec::new();
+    if missing.len() == HOOKS.len() {
+        problems.push("no loopgate hook is wired anywhere".to_string());
+        fixes.push("run ./install.sh or `loopgate setup`".to_string());
+    } else if !missing.is_empty() {
+        problems.push(format!("not wired: {}", missing.join(", ")));
+        fixes.push("run `loopgate setup` again to wire every event".to_string());
+    }
+    if !twice.is_empty() {
+        problems.push(format!(
+            "wired more than once, so every call counts double: {}",
+            twice.join("; ")
+        ));
+        fixes.push(
+            "keep one: `loopgate setup --uninstall --settings FILE` for a settings file, or disable the plugin with /plugin"
+                .to_string(),
+        );
+    }
+    if !wrong.is_empty() {
+        problems.push(format!("miswired: {}", wrong.join("; ")));
+        fixes.push("run `loopgate setup` to rewrite loopgate's entries".to_string());
+    }
+    fail("hooks wired once", problems.join("; "), fixes.join("; "))
+}
+
+fn hooks_binary(w: &Wiring, inp: &Inputs) -> Vec<Check> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for h in w.handlers.iter().filter(|h| !h.plugin) {
+        let Some(program) = setup::command_program(&h.command) else {
+            continue;
+        };
+        if seen.contains(&program) || program.contains("${") {
+            continue;
+        }
+        seen.push(program.clone());
+        let resolved = if program.contains('/') {
+            let p = PathBuf::from(&program);
+            is_executable(&p).then_some(p)
+        } else {
+            find_in_path(&program, inp.path_var.as_deref())
+        };
+        out.push(match resolved {
+            Some(p) => ok(
+                "binary the hooks call",
+                format!("{program} ({})", p.display()),
+            ),
+            None => fail(
+                "binary the hooks call",
+                format!(
+                    "the hooks in {} call {program}, which does not exist or is not executable",
+                    h.source
+                ),
+                "run ./install.sh again, or `loopgate setup --bin /path/to/loopgate`",
+            ),
+        });
+    }
+    out
+}
+
+fn config(loaded: &Loaded) -> Check {
+    if loaded.problems.is_empty() {
+        return ok(
+            "config",
+            "parses; `loopgate config` shows every value and its source".into(),
+        );
+    }
+    fail(
+        "config",
+        format!(
+            "{} problem{}: {}",
+            loaded.problems.len(),
+            if loaded.problems.len() == 1 { "" } else { "s" },
+            loaded.problems.join("; ")
+        ),
+        "edit the file and line named (`loopgate config` shows what is in effect)",
+    )
+}
+
+fn state_dir(dir: &Result<PathBuf, String>) -> Check {
+    let dir = match dir {
+        Ok(d) => d,
+        Err(e) => return fail("state dir", e.clone(), "set HOME, or LOOPGATE_STATE_DIR"),
+    };
+    let shown = dir.display();
+    let fix_write = format!(
+        "make {shown} a directory you can write (or set LOOPGATE_STATE_DIR to one); every hook fails open until then"
+    );
+    if let Err(e) = crate::store::Store::open(dir) {
+        return fail("state dir", format!("{shown}: {e:#}"), fix_write);
+    }
+    let probe = dir.join(format!(".doctor-{}", std::process::id()));
+    let probe_meta = match crate::store::open_private(&probe).and_then(|f| f.metadata()) {
+        Ok(m) => m,
+        Err(e) => {
+            return fail(
+                "state dir",
+                format!("{shown} is not writable: {e}"),
+                fix_write,
+            );
+        }
+    };
+    let _ = std::fs::remove_file(&probe);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(meta) = std::fs::metadata(dir) {
+            if meta.uid() != probe_meta.uid() {
+                return fail(
+                    "state dir",
+                    format!("{shown} belongs to uid {}, not to you", meta.uid()),
+                    "use a directory of your own (LOOPGATE_STATE_DIR), or chown it",
+                );
+            }
+            let mode = meta.mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return fail(
+                    "state dir",
+                    format!(
+                        "{shown} has mode {mode:03o}: others can read or change loopgate's state"
+                    ),
+                    format!("chmod 700 {shown}"),
+                );
+            }
+        }
+    }
+    let _ = probe_meta;
+    ok("state dir", format!("{shown} is writable and private"))
+}
+
+fn claude_version(inp: &Inputs) -> Check {
+    let Some(claude) = find_in_path("claude", inp.path_var.as_deref()) else {
+        return info(
+            "Claude Code",
+            "`claude` is not on PATH; not checked (loopgate is verified against 2.1.330)".into(),
+        );
+    };
+    let child = Command::new(&claude)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else {
+        return info(
+            "Claude Code",
+            format!("{} could not be run", claude.display()),
+        );
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return info(
+                    "Claude Code",
+                    format!("{} --version did not answer in 5 s", claude.display()),
+                );
+            }
+        }
+    }
+    let mut text = String::new();
+    if let Some(mut so) = child.stdout.take() {
+        use std::io::Read;
+        let _ = so.by_ref().take(4096).read_to_string(&mut text);
+    }
+    let version = text.lines().next().unwrap_or("").trim().to_string();
+    ok(
+        "Claude Code",
+        format!(
+            "{} ({}); loopgate is verified against 2.1.330",
+            if version.is_empty() {
+                "unknown version"
+            } else {
+                &version
+            },
+            claude.display()
+        ),
+    )
+}
+
+fn git(project: Option<&Path>) -> Check {
+    let Some(project) = project else {
+        return info("git", "no project directory".into());
+    };
+    let repo = match git2::Repository::discover(project) {
+        Ok(r) => r,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => {
+            return info(
+                "git",
+                format!(
+                    "{} is not in a git repository: the Stop gate cannot see progress there, so it never blocks",
+                    project.display()
+                ),
+            )
+        }
+        Err(e) => {
+            return fail(
+                "git",
+                format!("cannot open the repository at {}: {}", project.display(), e.message()),
+                "check the .git directory's permissions (`git status` shows the same error)",
+            )
+        }
+    };
+    let index = repo.index().map(|i| i.len());
+    let head = repo
+        .head()
+        .ok()
+        .and_then(|h| h.shorthand().map(String::from));
+    match index {
+        Ok(n) => ok(
+            "git",
+            format!(
+                "{} readable ({}, {n} files in the index)",
+                repo.workdir().unwrap_or(repo.path()).display(),
+                head.map(|h| format!("on {h}"))
+                    .unwrap_or_else(|| "no commit yet".into())
+            ),
+        ),
+        Err(e) => fail(
+            "git",
+            format!(
+                "the index of {} is unreadable: {}",
+                project.display(),
+                e.message()
+            ),
+            "run `git status` there and fix what it reports",
+        ),
+    }
+}

@@ -1,0 +1,77 @@
+//! Where things live. The config and state directories both come from the `directories` crate,
+//! so they agree on every platform: on Linux `$XDG_CONFIG_HOME/loopgate` (`~/.config/loopgate`)
+//! and `$XDG_STATE_HOME/loopgate` (`~/.local/state/loopgate`); on macOS both are
+//! `~/Library/Application Support/loopgate`.
+//!
+//! With `HOME` unset there is no home: loopgate refuses, as `install.sh` does, rather than quietly
+//! using the home from the password file (which may not be the one Claude Code runs in).
+
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+
+/// The one message for a missing home, shared by every command.
+pub const NO_HOME: &str =
+    "HOME is not set; set it (or LOOPGATE_STATE_DIR / --state-dir for state, \
+                           --config for the config file) and run this again";
+
+/// The home directory, only when `HOME` is set (on Unix).
+pub fn home_dir() -> Option<PathBuf> {
+    if cfg!(unix) && std::env::var_os("HOME").is_none_or(|h| h.is_empty()) {
+        return None;
+    }
+    directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf())
+}
+
+/// Like [`home_dir`], for callers that cannot go on without it.
+pub fn require_home() -> Result<PathBuf> {
+    match home_dir() {
+        Some(h) => Ok(h),
+        None => bail!("{NO_HOME}"),
+    }
+}
+
+fn project_dirs() -> Option<directories::ProjectDirs> {
+    home_dir()?;
+    directories::ProjectDirs::from("", "", "loopgate")
+}
+
+/// The user's loopgate config directory (holding `config.toml`).
+pub fn config_dir() -> Option<PathBuf> {
+    project_dirs().map(|p| p.config_dir().to_path_buf())
+}
+
+/// The default state directory (sessions, locks, `events.jsonl`).
+pub fn state_dir() -> Option<PathBuf> {
+    let p = project_dirs()?;
+    Some(
+        p.state_dir()
+            .unwrap_or_else(|| p.data_local_dir())
+            .to_path_buf(),
+    )
+}
+
+/// Claude Code's user settings file.
+pub fn claude_user_settings() -> Option<PathBuf> {
+    home_dir().map(|h| h.join(".claude").join("settings.json"))
+}
+
+/// Claude Code's managed settings directory for this platform (the one `setup --managed` uses).
+pub fn claude_managed_dir() -> PathBuf {
+    crate::setup::managed_dir()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_and_state_live_under_loopgate() {
+        if home_dir().is_none() {
+            return;
+        }
+        let c = config_dir().unwrap();
+        let s = state_dir().unwrap();
+        assert!(c.ends_with("loopgate"), "{}", c.display());
+        assert!(s.ends_with("loopgate"), "{}", s.display());
+    }
+}

@@ -1,0 +1,600 @@
+//! Operability on the real binary: configuration that tells the truth, `config`, `doctor`,
+//! `explain`, `gc`, `status` ordering and broken pipes, completions and the man page, and config
+//! files that cannot hang or balloon a hook.
+
+use crate::common::{Env, Out, BIN};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn home(env: &Env) -> PathBuf {
+    env.state.parent().unwrap().to_path_buf()
+}
+
+fn user_config(env: &Env) -> PathBuf {
+    home(env).join("xdg/loopgate/config.toml")
+}
+
+fn project_config(env: &Env) -> PathBuf {
+    env.project.join(".claude/loopgate.toml")
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn system_message(out: &Out) -> Option<String> {
+    if out.stdout.is_empty() {
+        return None;
+    }
+    out.json()["systemMessage"].as_str().map(String::from)
+}
+
+#[test]
+fn a_typo_reaches_the_human_once_per_session_with_file_line_and_nearest_key() {
+    let env = Env::new().config("[detectors.repeat]\nsucces = 5\n");
+    let expected = format!(
+        "{}:2: unknown key `detectors.repeat.succes` (did you mean `detectors.repeat.success`?); ignored",
+        user_config(&env).display()
+    );
+    let first = env.pre("Bash", json!({"command": "ls"}), "a1");
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let msg = system_message(&first).expect("a systemMessage");
+    assert_eq!(
+        msg,
+        format!(
+            "loopgate: configuration problem: {expected} (run `loopgate doctor`; shown once per session)"
+        )
+    );
+    assert!(
+        first.json().get("hookSpecificOutput").is_none(),
+        "nothing for the model"
+    );
+    assert!(
+        env.pre("Bash", json!({"command": "pwd"}), "a2")
+            .is_silent_allow(),
+        "not on every call"
+    );
+    let config = env.run(&["config"], b"");
+    assert_eq!(config.code, 0);
+    assert_eq!(config.stderr.trim(), format!("loopgate: {expected}"));
+}
+
+#[test]
+fn a_wrong_type_in_the_project_file_costs_only_that_setting() {
+    let env = Env::new()
+        .config("mode = \"observe\"\n")
+        .project_config("[failures]\nwarn_after = \"five\"\n[detectors.repeat]\nsuccess = 2\n");
+    let out = env.run(&["config", "--json"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc = out.json();
+    assert_eq!(
+        doc["problems"],
+        json!([format!(
+            "{}:2: `failures.warn_after = \"five\"`: invalid type: string \"five\", expected u32; ignored",
+            project_config(&env).display()
+        )])
+    );
+    let setting = |key: &str| {
+        doc["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == key)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        setting("mode")["value"],
+        "observe",
+        "the user file is honoured"
+    );
+    assert_eq!(setting("mode")["source"]["source"], "user_file");
+    assert_eq!(setting("detectors.repeat.success")["value"], 2);
+    assert_eq!(
+        setting("detectors.repeat.success")["source"]["source"],
+        "project_file"
+    );
+    assert_eq!(setting("failures.warn_after")["value"], 5);
+    // Observe mode from the user file is in force in the hook too.
+    for _ in 0..3 {
+        env.bash(
+            "make deploy",
+            Err("Exit code 2\nmake: *** No rule to make target"),
+        );
+    }
+    let out = env.pre(
+        "Bash",
+        json!({"command": "make deploy", "description": "run"}),
+        "w9",
+    );
+    assert!(!out.denied(), "observe mode never denies: {}", out.stdout);
+}
+
+#[test]
+fn config_shows_every_source() {
+    let env = Env::new()
+        .config("\n[detectors.repeat]\nsuccess = 5\n")
+        .project_config("[failures]\nwarn_after = 4\n")
+        .var("LOOPGATE_LOCK_TIMEOUT_MS", "1500");
+    let out = env.run(&["--observe", "config"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let line = |key: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("{key} in {}", out.stdout))
+            .to_string()
+    };
+    assert!(line("mode = \"observe\"").ends_with("# flag --observe"));
+    assert!(line("lock_timeout_ms = 1500").ends_with("# env LOOPGATE_LOCK_TIMEOUT_MS"));
+    assert!(
+        line("success = 5").ends_with(&format!("# user file {}:3", user_config(&env).display()))
+    );
+    assert!(line("warn_after = 4").ends_with(&format!(
+        "# project file {}:2",
+        project_config(&env).display()
+    )));
+    assert!(line("max_blocks = 2").ends_with("# default"));
+    assert!(out.stdout.contains("\n[detectors.repeat]\n"));
+    // What it prints is a config file loopgate itself reads back without a problem.
+    let copy = home(&env).join("copy.toml");
+    std::fs::write(&copy, &out.stdout).unwrap();
+    let again = env.run(&["config", "--config", copy.to_str().unwrap()], b"");
+    assert_eq!(again.code, 0);
+    assert!(again.stderr.is_empty(), "{}", again.stderr);
+}
+
+#[test]
+fn a_missing_explicit_config_is_an_error() {
+    let env = Env::new();
+    let out = env.run(&["config", "--config", "/nonexistent/loopgate.toml"], b"");
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        out.stderr.trim(),
+        "loopgate: config file /nonexistent/loopgate.toml does not exist"
+    );
+    let env = env.var("LOOPGATE_CONFIG", "/nonexistent/lg.toml");
+    let out = env.pre("Bash", json!({"command": "ls"}), "m1");
+    assert_eq!(out.code, 0);
+    assert_eq!(
+        system_message(&out).unwrap(),
+        "loopgate: configuration problem: config file /nonexistent/lg.toml (from LOOPGATE_CONFIG) does not exist; the user and project files are not read while LOOPGATE_CONFIG is set, so defaults apply (run `loopgate doctor`; shown once per session)"
+    );
+}
+
+#[test]
+fn loopgate_disable_accepts_the_usual_booleans() {
+    for value in ["1", "true", "yes", "on", "TRUE"] {
+        let env = Env::new().var("LOOPGATE_DISABLE", value);
+        for i in 0..6 {
+            let out = env.bash("make deploy", Err("Exit code 2\nmake: *** No rule"));
+            assert!(out.is_silent_allow(), "{value} call {i}: {}", out.stdout);
+        }
+        assert!(
+            !env.state.join("sessions").exists(),
+            "{value}: nothing recorded"
+        );
+    }
+    let env = Env::new().var("LOOPGATE_DISABLE", "maybe");
+    let out = env.pre("Bash", json!({"command": "ls"}), "d1");
+    assert_eq!(
+        system_message(&out).unwrap(),
+        "loopgate: configuration problem: LOOPGATE_DISABLE=\"maybe\" is not a boolean (use 1/true/yes/on or 0/false/no/off); loopgate stays on (run `loopgate doctor`; shown once per session)"
+    );
+}
+
+/// Runs a hook with the config at `path` made hostile. Generous bounds that a hang or a balloon
+/// would break, not speed targets: at most 512 MiB of address space (reading a 1 GB file or
+/// /dev/zero would not fit) and a 20 s watchdog (a FIFO read would never end).
+fn hostile_config(make: impl Fn(&Path), project: bool) {
+    let env = Env::new();
+    let path = if project {
+        project_config(&env)
+    } else {
+        user_config(&env)
+    };
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    make(&path);
+    let payload = env.base(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "h1"}),
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -v 524288 && exec \"$0\" pre-tool-use", BIN])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home(&env))
+        .env("XDG_CONFIG_HOME", home(&env).join("xdg"))
+        .env("LOOPGATE_STATE_DIR", &env.state)
+        .env("CLAUDE_PROJECT_DIR", &env.project)
+        .current_dir(&env.project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(payload.to_string().as_bytes()).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the hook hung on a hostile config at {}", path.display());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    assert!(msg.contains("refused"), "{msg}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_dev_zero_or_huge_config_costs_one_line_not_the_hook() {
+    for project in [true, false] {
+        hostile_config(
+            |p| {
+                let ok = Command::new("mkfifo").arg(p).status().unwrap().success();
+                assert!(ok, "mkfifo");
+            },
+            project,
+        );
+        hostile_config(
+            |p| std::os::unix::fs::symlink("/dev/zero", p).unwrap(),
+            project,
+        );
+        hostile_config(
+            |p| {
+                let f = std::fs::File::create(p).unwrap();
+                f.set_len(1 << 30).unwrap(); // sparse: 1 GB that takes no disk
+            },
+            project,
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_project_config_symlinked_out_of_the_project_is_refused() {
+    let env = Env::new().config("");
+    let outside = home(&env).join("elsewhere.toml");
+    std::fs::write(&outside, "[detectors.repeat]\nsuccess = 2\n").unwrap();
+    std::fs::create_dir_all(env.project.join(".claude")).unwrap();
+    std::os::unix::fs::symlink(&outside, project_config(&env)).unwrap();
+    let out = env.run(&["config"], b"");
+    assert!(
+        out.stderr.contains("is a symlink out of the project"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("\nsuccess = 3 "), "{}", out.stdout);
+}
+
+/// A settings file with loopgate wired by `loopgate setup`, for `doctor`.
+fn installed(env: &Env) -> (PathBuf, PathBuf) {
+    let bin_dir = home(env).join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let bin = bin_dir.join("loopgate");
+    std::fs::copy(BIN, &bin).unwrap();
+    let settings = home(env).join(".claude/settings.json");
+    let out = env.run(
+        &[
+            "setup",
+            "--settings",
+            settings.to_str().unwrap(),
+            "--bin",
+            bin.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    (bin, settings)
+}
+
+fn doctor(env: &Env, bin_dir: &Path) -> Out {
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = env.command(&["doctor"]).env("PATH", path).output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn failed_line<'a>(out: &'a Out, name: &str) -> &'a str {
+    out.stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("✗ {name}:")))
+        .unwrap_or_else(|| panic!("no failed {name} check in:\n{}", out.stdout))
+}
+
+#[test]
+fn doctor_passes_a_good_install_and_names_the_fix_for_each_break() {
+    let env = Env::new();
+    let (bin, settings) = installed(&env);
+    let bin_dir = bin.parent().unwrap().to_path_buf();
+    let good = doctor(&env, &bin_dir);
+    assert_eq!(good.code, 0, "{}{}", good.stdout, good.stderr);
+    assert!(
+        good.stdout.contains("✓ hooks wired once: all 7 events"),
+        "{}",
+        good.stdout
+    );
+    assert!(
+        good.stdout.ends_with("all checks passed\n"),
+        "{}",
+        good.stdout
+    );
+
+    // Wired twice: the settings and the plugin.
+    let mut s: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    s["enabledPlugins"] = json!({"loopgate@loopgate": true});
+    std::fs::write(&settings, s.to_string()).unwrap();
+    let twice = doctor(&env, &bin_dir);
+    assert_eq!(twice.code, 1);
+    let line = failed_line(&twice, "hooks wired once");
+    assert!(
+        line.contains("wired more than once, so every call counts double"),
+        "{line}"
+    );
+    assert!(line.contains("fix: keep one"), "{line}");
+    s.as_object_mut().unwrap().remove("enabledPlugins");
+    std::fs::write(&settings, s.to_string()).unwrap();
+
+    // The binary the hooks call is gone.
+    std::fs::remove_file(&bin).unwrap();
+    let missing = doctor(&env, &bin_dir);
+    assert_eq!(missing.code, 1);
+    let line = failed_line(&missing, "binary the hooks call");
+    assert!(
+        line.contains("does not exist") && line.contains("fix: run ./install.sh again"),
+        "{line}"
+    );
+    std::fs::copy(BIN, &bin).unwrap();
+
+    // A broken config.
+    write(&user_config(&env), "[detectors.repeat]\nsucces = 5\n");
+    let broken = doctor(&env, &bin_dir);
+    assert_eq!(broken.code, 1);
+    let line = failed_line(&broken, "config");
+    assert!(
+        line.contains("did you mean `detectors.repeat.success`") && line.contains("fix: edit"),
+        "{line}"
+    );
+    std::fs::remove_file(user_config(&env)).unwrap();
+
+    // A state dir that cannot be written (a file where the directory should be).
+    let not_a_dir = home(&env).join("not-a-dir");
+    std::fs::write(&not_a_dir, "x").unwrap();
+    let env2 = env.var("LOOPGATE_STATE_DIR", not_a_dir.to_str().unwrap());
+    let unwritable = doctor(&env2, &bin_dir);
+    assert_eq!(unwritable.code, 1);
+    let line = failed_line(&unwritable, "state dir");
+    assert!(
+        line.contains("fix: make") && line.contains("LOOPGATE_STATE_DIR"),
+        "{line}"
+    );
+
+    let json = env2.command(&["doctor", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert!(v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["status"] == "fail" && c["name"] == "state dir"));
+}
+
+#[test]
+fn explain_a_denial_and_an_allowed_call() {
+    let env = Env::new();
+    let cmd = "frobnicate --all";
+    let err = "Exit code 127\nbash: frobnicate: command not found";
+    let mut denied = None;
+    for _ in 0..4 {
+        let out = env.bash(cmd, Err(err));
+        if out.denied() {
+            denied = Some(out);
+            break;
+        }
+    }
+    assert!(denied.is_some(), "the repeated failure is denied");
+    let out = env.run(&["explain"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = &out.stdout;
+    assert!(text.starts_with("deny (enforced) at "), "{text}");
+    assert!(text.contains("  detector: repeat"), "{text}");
+    assert!(text.contains("  evidence: {"), "{text}");
+    assert!(
+        text.contains(
+            "  thresholds when it fired: enabled = true, transient = 3, deterministic = 1"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("to change it, set these under [detectors.repeat]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    deterministic = 1    # default"),
+        "{text}"
+    );
+    assert!(text.contains("loopgate reset --session sess-1"), "{text}");
+
+    let json = env.run(&["explain", "--json", "frobnicate"], b"").json();
+    assert_eq!(json["found"], true);
+    assert_eq!(json["decision"]["detector"], "repeat");
+    assert_eq!(json["decision"]["thresholds"]["deterministic"], 1);
+    assert_eq!(json["config_table"], "detectors.repeat");
+
+    env.bash("cargo build", Ok("Finished"));
+    let allowed = env.run(&["explain", "cargo build"], b"");
+    assert_eq!(allowed.code, 0);
+    let text = &allowed.stdout;
+    assert!(text.starts_with("nothing fired on a call matching \"cargo build\": every detector that looked let it pass"), "{text}");
+    assert!(
+        text.contains("  on  [detectors.repeat]") && text.contains("success = 3"),
+        "{text}"
+    );
+    assert!(text.contains("(stagnation)"), "{text}");
+}
+
+#[test]
+fn gc_removes_old_files_and_keeps_recent_ones() {
+    let env = Env::new();
+    env.bash("echo hi", Ok("hi"));
+    let sessions = env.state.join("sessions");
+    let old = sessions.join("0123456789abcdef0123456789abcdef.json");
+    std::fs::write(&old, "{}").unwrap();
+    let t = std::time::SystemTime::now() - Duration::from_secs(8 * 86_400);
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+    let dry = env.run(&["gc", "--dry-run"], b"");
+    assert!(
+        dry.stdout
+            .starts_with("loopgate gc: would remove 1 session"),
+        "{}",
+        dry.stdout
+    );
+    assert!(old.exists());
+    let out = env.run(&["gc", "--json"], b"").json();
+    assert_eq!(out["sessions"], 1);
+    assert!(!old.exists());
+    assert!(env.state_file().exists(), "the recent session stays");
+}
+
+#[test]
+fn status_is_newest_first_limited_and_survives_a_closed_pipe() {
+    let mut env = Env::new();
+    for s in ["first", "second", "third"] {
+        env.session = s.into();
+        env.bash("echo hi", Ok("hi"));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = env.run(&["status", "--limit", "2", "--json"], b"").json();
+    let ids: Vec<&str> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["third", "second"]);
+    assert_eq!(
+        env.run(&["status", "--since", "1h", "--json"], b"")
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    // Enough sessions to fill the pipe after `head` has gone.
+    let one = std::fs::read(env.state_file()).unwrap();
+    for i in 0..1500 {
+        std::fs::write(
+            env.state.join("sessions").join(format!("{i:032x}.json")),
+            &one,
+        )
+        .unwrap();
+    }
+    let o = Command::new("bash")
+        .args(["-c", "set -o pipefail; \"$0\" status | head -1", BIN])
+        .env("LOOPGATE_STATE_DIR", &env.state)
+        .env("HOME", home(&env))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("session "));
+}
+
+#[test]
+fn completions_and_the_man_page_generate() {
+    let env = Env::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = env.run(&["completions", shell], b"");
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        assert!(out.stdout.contains("doctor"), "{shell}");
+    }
+    let man = env.run(&["man"], b"");
+    assert_eq!(man.code, 0);
+    assert!(
+        man.stdout.contains(".TH loopgate"),
+        "{}",
+        &man.stdout[..200.min(man.stdout.len())]
+    );
+}
+
+#[test]
+fn home_unset_is_refused_clearly() {
+    let o = Command::new(BIN)
+        .args(["status"])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim(),
+        format!("loopgate: {}", loopgate::paths::NO_HOME)
+    );
+    let o = Command::new(BIN)
+        .args(["setup"])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("HOME is not set"));
+}
+
+#[test]
+fn a_project_file_cannot_loosen_loopgate() {
+    let env = Env::new().project_config(
+        "mode = \"observe\"\nlock_timeout_ms = 60000\n[detectors.repeat]\nenabled = false\ndeterministic = 9\n[guard]\nenabled = false\n",
+    );
+    let input = json!({"command": "frobnicate --all", "description": "run"});
+    let err = "Exit code 127\nbash: frobnicate: command not found";
+    let first = env.pre("Bash", input.clone(), "p1");
+    let msg = system_message(&first).expect("the refusals are told to the human");
+    for key in [
+        "`mode = \"observe\"` ignored",
+        "`lock_timeout_ms = 60000` ignored",
+        "`detectors.repeat.enabled = false` ignored",
+        "`detectors.repeat.deterministic = 9` ignored",
+        "`guard.enabled = false` ignored",
+    ] {
+        assert!(msg.contains(key), "{key} in {msg}");
+    }
+    assert!(
+        msg.contains("a project file may only tighten loopgate"),
+        "{msg}"
+    );
+    env.fail("Bash", input.clone(), "p1", err);
+    let mut denied = false;
+    for i in 2..6 {
+        let id = format!("p{i}");
+        if env.pre("Bash", input.clone(), &id).denied() {
+            denied = true;
+            break;
+        }
+        env.fail("Bash", input.clone(), &id, err);
+    }
+    assert!(denied, "enforce mode and the repeat rule stay in force");
+}

@@ -1,0 +1,177 @@
+//! The README's commands work as written from a fresh clone: every command line in its `sh`
+//! blocks parses as the CLI (or install.sh, or cargo) takes it, every file it names exists, and
+//! every relative link points at a file in the repository.
+
+use clap::Parser;
+use loopgate::cli::Cli;
+use std::path::Path;
+
+const README: &str = include_str!("../README.md");
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Lines of the ```sh blocks, comments and blank lines dropped.
+fn commands() -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in README.lines() {
+        if line.starts_with("```") {
+            inside = line == "```sh";
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        let code = match line.find(" #") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        let code = code.trim();
+        if !code.is_empty() && !code.starts_with('#') {
+            out.push(code.to_string());
+        }
+    }
+    out
+}
+
+/// Words as `sh` splits them, for the plain quoting the README uses.
+fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut quote = None;
+    let mut started = false;
+    for c in line.chars() {
+        match (quote, c) {
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                started = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (None, ' ') => {
+                if started {
+                    out.push(std::mem::take(&mut word));
+                    started = false;
+                }
+            }
+            (_, c) => {
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    if started {
+        out.push(word);
+    }
+    out
+}
+
+fn cargo_targets(kind: &str) -> Vec<String> {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let mut names = Vec::new();
+    let mut in_kind = false;
+    for line in manifest.lines() {
+        if line.starts_with('[') {
+            in_kind = line == format!("[[{kind}]]");
+        } else if in_kind {
+            if let Some(name) = line.strip_prefix("name = ") {
+                names.push(name.trim_matches('"').to_string());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_readme_command_works_as_written() {
+    let install = std::fs::read_to_string(root().join("install.sh")).unwrap();
+    let commands = commands();
+    assert!(commands.len() > 15, "{commands:?}");
+    for line in &commands {
+        let w = words(line);
+        let mut args: Vec<&str> = w.iter().map(String::as_str).collect();
+        if args.first() == Some(&"sudo") {
+            args.remove(0);
+        }
+        match args.as_slice() {
+            ["loopgate", ..] => {
+                let cli = Cli::try_parse_from(&args)
+                    .unwrap_or_else(|e| panic!("README: `{line}` does not parse:\n{e}"));
+                cli.check_options()
+                    .unwrap_or_else(|e| panic!("README: `{line}`: {e}"));
+            }
+            ["./install.sh", flags @ ..] => {
+                for flag in flags {
+                    assert!(
+                        install.contains(&format!("        {flag})")),
+                        "README: install.sh has no {flag}"
+                    );
+                }
+            }
+            ["cargo", "test"] | ["git", "pull"] => {}
+            ["cargo", "test", "--test", name, ..] => {
+                assert!(cargo_targets("test").contains(&name.to_string()), "{line}");
+            }
+            ["cargo", "bench", "--bench", name] => {
+                assert!(cargo_targets("bench").contains(&name.to_string()), "{line}");
+            }
+            ["otelcol-contrib", "--config", file] => {
+                assert!(root().join(file).is_file(), "README: {file} is missing");
+            }
+            _ => panic!("README: a command this test does not know how to check: `{line}`"),
+        }
+    }
+}
+
+#[test]
+fn relative_links_point_at_files() {
+    let mut rest = README;
+    let mut seen = 0;
+    while let Some(i) = rest.find("](") {
+        rest = &rest[i + 2..];
+        let end = rest.find(')').unwrap();
+        let target = &rest[..end];
+        if !target.starts_with('#') && !target.contains("://") {
+            assert!(
+                root().join(target).exists(),
+                "README links to missing {target}"
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 2);
+}
+
+#[test]
+fn the_words_of_a_line_are_split_like_sh() {
+    assert_eq!(
+        words("loopgate explain 'npm test' --json"),
+        ["loopgate", "explain", "npm test", "--json"]
+    );
+}
+
+#[test]
+fn the_readme_config_is_valid_and_complete() {
+    let start = README.find("```toml\n").expect("a toml block") + 8;
+    let text = &README[start..start + README[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, text).unwrap();
+    let loaded = loopgate::config::load(&loopgate::config::Sources {
+        flag_file: Some(&file),
+        provenance: true,
+        ..Default::default()
+    });
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    let shown: toml::Table = text.parse().unwrap();
+    for (key, _) in loopgate::config_sources::leaves(&loopgate::config_sources::schema()) {
+        if key.ends_with("_tools") {
+            continue;
+        }
+        assert!(
+            loopgate::config_sources::get(&shown, &key).is_some(),
+            "the README's config lacks {key}"
+        );
+    }
+}
