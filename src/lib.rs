@@ -264,14 +264,17 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// Parses a hook call's arguments by hand: exactly one hook subcommand, plus the global
-/// `--observe`, `--state-dir DIR` and `--config FILE` (also as `--opt=value`), in any order.
+/// Parses a hook call's arguments by hand, exactly as clap would: `--observe`, `--state-dir DIR`
+/// and `--config FILE` (also as `--opt=value`) before exactly one hook subcommand, nothing after.
 /// Anything else (`--help`, a typo, a manual command) returns `None` and goes to clap.
 pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cli> {
     use cli::Command as C;
     let mut args = args.into_iter();
     let (mut state_dir, mut config, mut observe, mut command) = (None, None, false, None);
     while let Some(arg) = args.next() {
+        if command.is_some() {
+            return None;
+        }
         let s = arg.to_str()?;
         let (name, inline) = match s.split_once('=') {
             Some((n, v)) if n.starts_with("--") => (n, Some(v)),
@@ -321,8 +324,8 @@ mod tests {
         for args in [
             &["pre-tool-use"][..],
             &["--observe", "post-tool-use"],
-            &["stop", "--state-dir", "/s", "--config=/c"],
-            &["--state-dir=/s", "user-prompt-submit", "--observe"],
+            &["--state-dir", "/s", "--config=/c", "stop"],
+            &["--state-dir=/s", "--observe", "user-prompt-submit"],
             &["--config", "/c", "post-tool-use-failure"],
             &["post-tool-batch"],
             &["subagent-stop"],
@@ -346,6 +349,8 @@ mod tests {
             &["--state-dir"],
             &["--state-dir", "", "stop"],
             &["--observe=1", "stop"],
+            &["stop", "--state-dir", "/s"],
+            &["user-prompt-submit", "--observe"],
             &["--bogus", "stop"],
             &["Stop"],
         ] {
