@@ -128,14 +128,14 @@ fn ladder(
     {
         return;
     }
-    let reason = format!(
+    let reason = redact::mask(&format!(
         "loopgate: {} interventions in this turn, on {} different calls, have not broken the loop, so it goes to the user now. Latest: {}",
         state.turn.interventions,
         state.turn.intervened_keys.len(),
         v.reason
             .trim_start_matches("LOOP_DETECTED (loopgate): ")
             .trim_start_matches("loopgate: ")
-    );
+    ));
     // Re-arm: the next escalation needs as many failed interventions again.
     state.turn.interventions = 0;
     state.turn.intervened_keys.clear();
@@ -947,7 +947,7 @@ fn account(
         action: decision_name(event, v.action).to_string(),
         severity: v.severity.name().to_string(),
         enforced: ctx.enforced(),
-        summary: crate::payload::clip(&v.reason, 200),
+        summary: crate::payload::clip(&redact::mask(&v.reason), 200),
     });
 }
 

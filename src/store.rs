@@ -224,12 +224,9 @@ impl Store {
             Some((slot, g)) => (1 - slot, g + 1),
             None => (0, 1),
         };
-        // Secrets masked in every string as the state is saved (the same pass as the event log).
-        let mut value = serde_json::to_value(state).context("cannot serialise state")?;
-        crate::redact::mask_value(&mut value);
-        let masked: SessionState =
-            serde_json::from_value(value).context("cannot re-read the masked state")?;
-        let bytes = codec::encode(&masked, generation)
+        // Secrets never reach the state: every text it keeps from a payload (targets, error
+        // previews, decision summaries, an escalation's reason) is masked where it enters.
+        let bytes = codec::encode(state, generation)
             .map_err(|e| anyhow!("cannot encode session state: {e}"))?;
         if bytes.len() as u64 > SLOT {
             bail!(
