@@ -327,3 +327,45 @@ fn report_counts_events_and_judges_each_session() {
     assert!(none.stdout.contains("0 sessions"), "{}", none.stdout);
     assert_eq!(env.run(&["report", "--since", "soon"], b"").code, 1);
 }
+
+#[test]
+fn six_subagents_each_repeating_a_failing_call_are_each_denied() {
+    let env = Env::new();
+    let input = json!({"command": "cat config/missing.yml"});
+    let err = "Exit code 1\ncat: config/missing.yml: No such file or directory";
+    let call = |agent: &str, id: &str, event: &str, sub: &str, extra: serde_json::Value| {
+        let mut p = env.base(event, extra);
+        p["agent_id"] = json!(agent);
+        p["tool_name"] = json!("Bash");
+        p["tool_input"] = input.clone();
+        p["tool_use_id"] = json!(id);
+        env.hook(sub, &p)
+    };
+    // Interleaved, as concurrent subagents run: each fails twice, then each third try is denied.
+    for round in 0..2 {
+        for a in 1..=6 {
+            let id = format!("a{a}-{round}");
+            let agent = format!("agent-{a}");
+            assert!(call(&agent, &id, "PreToolUse", "pre-tool-use", json!({})).is_silent_allow());
+            call(
+                &agent,
+                &id,
+                "PostToolUseFailure",
+                "post-tool-use-failure",
+                json!({"error": err}),
+            );
+        }
+    }
+    for a in 1..=6 {
+        let out = call(
+            &format!("agent-{a}"),
+            &format!("a{a}-2"),
+            "PreToolUse",
+            "pre-tool-use",
+            json!({}),
+        );
+        assert!(out.denied(), "agent-{a}: {}", out.stdout);
+    }
+    // The main agent has not run the command at all: it is not denied.
+    assert!(env.pre("Bash", input, "main-1").is_silent_allow());
+}
