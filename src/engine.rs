@@ -549,14 +549,17 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
                     unseen_edit(&mut ch, &state.world, f.input);
                 }
                 novel = state.world.apply(&ch);
+                // A file change's answer is the state it left the files in; a shell command's
+                // is its output and that state together (a silent `echo x > f` did something,
+                // and doing the same thing again is a repeat).
                 if class.changes_files() {
-                    // A file change's answer is the state it left the file in.
-                    let parts: Vec<&[u8]> =
-                        ch.iter().flat_map(|(p, c)| [&p.0[..], &c.0[..]]).collect();
-                    let d = Digest16::of_parts(&parts);
+                    let d = effect(&ch, None);
                     result.digest = Some(d);
                     result.shape = Some(d);
                     result.rich = true;
+                } else {
+                    result.digest = Some(effect(&ch, result.digest));
+                    result.shape = Some(effect(&ch, result.shape));
                 }
             }
             Some(_) => {}
@@ -666,6 +669,17 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     }
     state.enforce_agent_cap();
     (key, verdicts)
+}
+
+/// The digest of what a call left behind: each changed file and its content, and what it said.
+fn effect(changes: &[(Digest16, Digest16)], said: Option<Digest16>) -> Digest16 {
+    let said = said.unwrap_or_default();
+    let mut parts: Vec<&[u8]> = changes
+        .iter()
+        .flat_map(|(p, c)| [&p.0[..], &c.0[..]])
+        .collect();
+    parts.push(&said.0);
+    Digest16::of_parts(&parts)
 }
 
 /// An edit that succeeded on a file loopgate cannot read (replaying a transcript on another

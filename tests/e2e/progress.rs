@@ -90,3 +90,47 @@ fn e2e_parallel_batch_with_one_failure_is_one_failure_and_not_escalated() {
     assert_eq!(status["totals"]["failures"], 1, "{status:#}");
     assert_eq!(status["totals"]["escalations"], 0, "{status:#}");
 }
+
+#[test]
+fn e2e_shell_write_and_delete_loop_is_stopped() {
+    let Some(mut s) = Scenario::new("shell-write-delete") else {
+        return;
+    };
+    s.install(Install::Script);
+    let (make, remove) = ("printf 'x' > cache.txt", "rm cache.txt");
+    let mut turns = Vec::new();
+    for _ in 0..6 {
+        turns.push(Turn::call(bash(make)));
+        turns.push(Turn::call(bash(remove)));
+    }
+    turns.push(Turn::text("Cache rebuilt."));
+    let prompt = "Rebuild the cache file.";
+    let run = s.run(
+        prompt,
+        Script::default().conversation("main", prompt, turns),
+    );
+    assert_clean_exit(&run);
+
+    // Silent commands that change files answer with what they left behind (Claude Code's
+    // bashEditDiff names the file), so writing the same file again and again is a repeat; going
+    // back to a state already seen is no progress. The loop is refused by the 6th write.
+    let results: Vec<_> = (0..12)
+        .map_while(|t| run.find_tool_result(&format!("toolu_e2e_{t}_0")))
+        .collect();
+    let first = results
+        .iter()
+        .position(|r| r.content.contains("hook error"))
+        .unwrap_or_else(|| panic!("never refused\n{}", run.summary()));
+    assert!(
+        first <= 10,
+        "refused only at call {}\n{}",
+        first + 1,
+        run.summary()
+    );
+    let reason = assert_denied(&run, &results[first], "Bash");
+    assert!(reason.contains("has returned the same answer"), "{reason}");
+    // Observed with 2.1.330: `rm` reports the deleted file in bashEditDiff, so the work went
+    // through exactly two states (the file, then no file), each new only once.
+    let status = s.status_json();
+    assert_eq!(status["world"]["new_states"], 2, "{status:#}");
+}
