@@ -38,16 +38,14 @@ pub fn run(
     let verb = if dry_run { "would remove" } else { "removed" };
     writeln!(
         out,
-        "loopgate gc: {verb} {} session{}, {} lock, {} notice, {} quarantined and {} temp file{} ({} KiB) older than {} from {}",
-        swept.sessions,
-        if swept.sessions == 1 { "" } else { "s" },
-        swept.locks,
-        swept.notices,
-        swept.quarantined,
-        swept.temp,
-        if swept.temp == 1 { "" } else { "s" },
+        "loopgate gc: {verb} {}, {}, {}, {} and {} ({} KiB) older than {} from {}",
+        count(swept.sessions as u64, "session"),
+        count(swept.locks as u64, "lock"),
+        count(swept.notices as u64, "notice"),
+        count(swept.quarantined as u64, "quarantined file"),
+        count(swept.temp as u64, "temp file"),
         swept.bytes.div_ceil(1024),
-        humantime::format_duration(age),
+        age_words(age),
         state_dir.display()
     )?;
     if swept.busy > 0 {
@@ -59,4 +57,21 @@ pub fn run(
         }
     }
     Ok(())
+}
+
+/// `1 session`, `3 sessions`.
+fn count(n: impl std::fmt::Display + PartialEq<u64>, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// An age as people say it: `7 days`, `12 hours`, `90 seconds`.
+fn age_words(age: std::time::Duration) -> String {
+    let s = age.as_secs();
+    match s {
+        0 => "0 seconds".to_string(),
+        _ if s.is_multiple_of(86_400) => count(s / 86_400, "day"),
+        _ if s.is_multiple_of(3_600) => count(s / 3_600, "hour"),
+        _ if s.is_multiple_of(60) => count(s / 60, "minute"),
+        _ => count(s, "second"),
+    }
 }
