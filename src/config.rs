@@ -381,7 +381,7 @@ impl<'a> Sources<'a> {
 pub struct Loaded {
     pub config: Config,
     pub problems: Vec<String>,
-    /// Per leaf (`dedup.max_identical`), where its value came from (empty when nothing
+    /// Per leaf (`detectors.repeat.success`), where its value came from (empty when nothing
     /// overrode the defaults and provenance was not asked for).
     pub origins: std::collections::BTreeMap<String, crate::config_sources::Origin>,
     /// The effective configuration as a TOML tree (what `loopgate config` prints); empty unless
