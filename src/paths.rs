@@ -7,7 +7,7 @@
 //! using the home from the password file (which may not be the one Claude Code runs in).
 
 use anyhow::{bail, Result};
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
 /// The one message for a missing home, shared by every command.
 pub const NO_HOME: &str =
@@ -58,6 +58,21 @@ pub fn claude_user_settings() -> Option<PathBuf> {
 /// Claude Code's managed settings directory for this platform (the one `setup --managed` uses).
 pub fn claude_managed_dir() -> PathBuf {
     crate::setup::managed_dir()
+}
+
+/// `a/./b/../c//d` → `a/c/d`, without touching the disk (symlinks stay as they are named).
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -50,26 +50,10 @@ fn patterns(l: Lang) -> &'static Regex {
     }
 }
 
-/// `a/./b/../c` → `a/c`, without touching the disk (symlinks stay as the project names them).
-fn lexical(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 fn existing(candidates: impl IntoIterator<Item = PathBuf>) -> Option<PathBuf> {
     candidates
         .into_iter()
-        .map(|p| lexical(&p))
+        .map(|p| crate::paths::lexical(&p))
         .find(|p| p.is_file())
 }
 

@@ -4,7 +4,7 @@
 //! exist.
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// What a protected path is, for the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,20 +324,7 @@ pub(super) fn name_rule(path: &Path) -> Option<Kind> {
     None
 }
 
-/// `a/./b/../c//d` → `a/c/d`, without touching the disk.
-pub fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
+pub use crate::paths::lexical;
 
 /// The path with every symlink resolved, as far as it exists.
 fn resolve(path: &Path) -> PathBuf {
