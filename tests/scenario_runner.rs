@@ -177,28 +177,10 @@ impl Run {
             .as_str()
             .ok_or(format!("{at}: unknown step {step}"))?;
         let input = substitute(&step["input"], n);
-        let id = self.env.id();
-        let pre = self.env.pre(tool, input.clone(), &id);
-        check(
-            &pre,
-            step["expect"].as_str().unwrap_or("allow"),
-            step["detector"].as_str(),
-            &self.env,
-            &format!("{at} (pre)"),
-        )?;
         let batch_want = step["batch_expect"].as_str().unwrap_or("any");
-        if pre.denied() {
-            let batch = self
-                .env
-                .batch_of(tool, &input, &id, &denial_text(tool, &pre));
-            return check(
-                &batch,
-                batch_want,
-                step["batch_detector"].as_str(),
-                &self.env,
-                &format!("{at} (batch)"),
-            );
-        }
+        let Some(id) = self.pre_unless_denied(tool, &input, step, at)? else {
+            return Ok(());
+        };
         let mut seen = String::new();
         let post = if let Some(err) = step.get("error") {
             let err = substitute(err, n);
@@ -241,7 +223,8 @@ fn prompt_blocked(out: &crate::common::Out) -> bool {
 
 impl Run {
     /// PreToolUse checked against the step's `expect`; a denied call ends its model turn there
-    /// (Claude Code sends the batch and no Post event). Returns the call's id when it may run.
+    /// (Claude Code sends the batch and no Post event), checked against `batch_expect`. Returns
+    /// the call's id when it may run.
     fn pre_unless_denied(
         &mut self,
         tool: &str,
@@ -259,8 +242,17 @@ impl Run {
             &format!("{at} (pre)"),
         )?;
         if pre.denied() {
-            self.env
+            // The model turn ends with the denial: its batch is judged against `batch_expect`.
+            let batch = self
+                .env
                 .batch_of(tool, input, &id, &denial_text(tool, &pre));
+            check(
+                &batch,
+                step["batch_expect"].as_str().unwrap_or("any"),
+                step["batch_detector"].as_str(),
+                &self.env,
+                &format!("{at} (batch)"),
+            )?;
             return Ok(None);
         }
         Ok(Some(id))
