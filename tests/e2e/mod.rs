@@ -21,6 +21,7 @@
 //!   circuit refusing the next prompt.
 //! - `progress`: issue 9, a same-content write loop and a parallel batch with one failure.
 
+mod agents;
 mod claude_cli;
 mod escalation;
 mod expect;

@@ -1,0 +1,202 @@
+//! The four other agent CLIs, pinned, installed once into `target/e2e-cache/agents/<cli>`, and
+//! the skip policy around them (the same as Claude Code's: missing fails under `CI`, skips loudly
+//! otherwise).
+
+use super::super::claude_cli::repo_root;
+use std::fs::{self, File};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Once, OnceLock};
+
+/// An agent CLI other than Claude Code, at the version `../shared/agents/README.md` recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cli {
+    Codex,
+    Gemini,
+    Qwen,
+    Copilot,
+}
+
+impl Cli {
+    pub const ALL: [Cli; 4] = [Cli::Codex, Cli::Gemini, Cli::Qwen, Cli::Copilot];
+
+    /// The name `--agent` takes, and the npm package's binary.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cli::Codex => "codex",
+            Cli::Gemini => "gemini",
+            Cli::Qwen => "qwen",
+            Cli::Copilot => "copilot",
+        }
+    }
+
+    fn package(self) -> &'static str {
+        match self {
+            Cli::Codex => "@openai/codex",
+            Cli::Gemini => "@google/gemini-cli",
+            Cli::Qwen => "@qwen-code/qwen-code",
+            Cli::Copilot => "@github/copilot",
+        }
+    }
+
+    /// The version whose hook behaviour was observed; the scripts depend on it.
+    pub fn version(self) -> &'static str {
+        match self {
+            Cli::Codex => "0.169.0",
+            Cli::Gemini => "0.61.0",
+            Cli::Qwen => "0.24.4",
+            Cli::Copilot => "1.0.102",
+        }
+    }
+
+    /// The wire protocol `fake_llm.py --api` speaks to it.
+    pub fn api(self) -> &'static str {
+        match self {
+            Cli::Codex => "openai-responses",
+            Cli::Gemini => "gemini",
+            Cli::Qwen => "openai-chat",
+            Cli::Copilot => "anthropic",
+        }
+    }
+
+    fn index(self) -> usize {
+        Cli::ALL.iter().position(|c| *c == self).unwrap()
+    }
+
+    fn install_command(self) -> String {
+        format!(
+            "npm install --prefix target/e2e-cache/agents/{} {}@{}",
+            self.name(),
+            self.package(),
+            self.version()
+        )
+    }
+}
+
+/// The CLI's binary, or `None` when the test should be skipped. The first call installs all four
+/// CLIs at once (npm in parallel), so the first test of each CLI does not wait in turn.
+pub fn require(cli: Cli) -> Option<PathBuf> {
+    static FOUND: OnceLock<Vec<Result<PathBuf, String>>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        std::thread::scope(|s| {
+            let jobs: Vec<_> = Cli::ALL
+                .iter()
+                .map(|&c| s.spawn(move || locate_or_install(c)))
+                .collect();
+            jobs.into_iter()
+                .map(|j| {
+                    j.join()
+                        .unwrap_or_else(|_| Err("installer panicked".into()))
+                })
+                .collect()
+        })
+    });
+    match &found[cli.index()] {
+        Ok(path) => Some(path.clone()),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!(
+                "e2e: {} {} unavailable in CI: {why}",
+                cli.name(),
+                cli.version()
+            )
+        }
+        Err(why) => {
+            announce_skip(cli, why);
+            None
+        }
+    }
+}
+
+/// Once per CLI and process, straight to the real stderr (libtest captures `eprintln!` of
+/// passing tests, and a skip nobody sees is how a suite silently stops testing anything).
+fn announce_skip(cli: Cli, why: &str) {
+    static ONCE: [Once; 4] = [Once::new(), Once::new(), Once::new(), Once::new()];
+    ONCE[cli.index()].call_once(|| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIP e2e: {} {} unavailable ({why}). Install it with `{}` from the repo root \
+             (or set CI to make this a failure).",
+            cli.name(),
+            cli.version(),
+            cli.install_command()
+        );
+    });
+}
+
+fn cache_dir(cli: Cli) -> PathBuf {
+    repo_root()
+        .join("target")
+        .join("e2e-cache")
+        .join("agents")
+        .join(cli.name())
+}
+
+fn locate_or_install(cli: Cli) -> Result<PathBuf, String> {
+    let dir = cache_dir(cli);
+    fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    // Another test process may be installing into the same folder; the OnceLock covers the
+    // threads of this one.
+    let lock = File::create(dir.join(".install.lock")).map_err(|e| e.to_string())?;
+    lock.lock().map_err(|e| format!("lock install: {e}"))?;
+    let bin = dir.join("node_modules").join(".bin").join(cli.name());
+    if reports_version(cli, &bin) {
+        return Ok(bin);
+    }
+    npm_install(cli, &dir)?;
+    if reports_version(cli, &bin) {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "`{}` ran but {} does not report {}",
+            cli.install_command(),
+            bin.display(),
+            cli.version()
+        ))
+    }
+}
+
+fn npm_install(cli: Cli, dir: &Path) -> Result<(), String> {
+    eprintln!(
+        "e2e: installing {}@{} into {}",
+        cli.package(),
+        cli.version(),
+        dir.display()
+    );
+    let out = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(dir)
+        .arg(format!("{}@{}", cli.package(), cli.version()))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run npm: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "npm install failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// `--version` prints `codex-cli 0.169.0`, `0.61.0`, `0.24.4`, `GitHub Copilot CLI 1.0.102.`.
+fn reports_version(cli: Cli, bin: &Path) -> bool {
+    if !bin.is_file() {
+        return false;
+    }
+    Command::new(bin)
+        .arg("--version")
+        .env("COPILOT_AUTO_UPDATE", "false")
+        .env("NO_UPDATE_NOTIFIER", "1")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| {
+            let text = String::from_utf8_lossy(&o.stdout);
+            o.status.success()
+                && text
+                    .split(|c: char| c.is_whitespace() || c == 'v')
+                    .any(|w| w.trim_end_matches('.') == cli.version())
+        })
+}

@@ -1,0 +1,589 @@
+//! One scenario = a temp HOME with the CLI's offline config, a temp git project, loopgate's hooks
+//! installed into that HOME, and one bounded headless run against `fake_llm.py`. The setup per CLI
+//! is what `../shared/agents/harness/run_agent.py` does (the recipe every observation was made
+//! with). Everything a run leaves is copied to `target/e2e-out/agents-<cli>-<scenario>/`.
+
+use super::super::claude_cli::repo_root;
+use super::clis::{self, Cli};
+use serde_json::{json, Value};
+use std::fs::{self, File};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+/// A run takes 1–12 s (Qwen and Gemini start slowest, more so on a loaded machine); a minute
+/// means something hangs, and the run is killed so the suite still ends.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub struct Scenario {
+    pub cli: Cli,
+    pub name: String,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    pub state_dir: PathBuf,
+    /// Outside the project: what scripted commands leave for the test to count.
+    pub scratch: PathBuf,
+    bin: PathBuf,
+    env: Vec<(String, String)>,
+    /// Whether the Codex hooks were trusted by `loopgate setup` (else the run passes Codex's
+    /// trust bypass flag).
+    codex_trusted: bool,
+    root: TempDir,
+}
+
+/// What one run left behind, phrased as what the model saw.
+pub struct Run {
+    pub cli: Cli,
+    pub status: Option<ExitStatus>,
+    pub timed_out: bool,
+    pub elapsed: Duration,
+    pub stdout: String,
+    pub stderr: String,
+    /// Every request the fake model got (`fake_llm.py`'s log lines).
+    pub requests: Vec<Value>,
+    /// loopgate's `events.jsonl`.
+    pub events: Vec<Value>,
+}
+
+impl Scenario {
+    /// `None` when the CLI is unavailable and the test should be skipped.
+    pub fn new(cli: Cli, name: &str) -> Option<Scenario> {
+        let bin = clis::require(cli)?;
+        // Under the system temp dir: Codex only warns there ("could not create PATH aliases"),
+        // which changes nothing that is asserted here.
+        let root = tempfile::Builder::new()
+            .prefix(&format!("lg-e2e-{}-{name}-", cli.name()))
+            .tempdir()
+            .expect("scenario temp dir");
+        let sub = |d: &str| {
+            let p = root.path().join(d);
+            fs::create_dir_all(&p).unwrap();
+            p
+        };
+        let s = Scenario {
+            cli,
+            name: format!("agents-{}-{name}", cli.name()),
+            home: sub("home"),
+            project: sub("proj"),
+            state_dir: sub("state"),
+            scratch: sub("scratch"),
+            bin,
+            env: Vec::new(),
+            codex_trusted: false,
+            root,
+        };
+        s.init_project();
+        s.write_cli_config();
+        Some(s)
+    }
+
+    /// An extra variable for the CLI and, through it, for the hooks.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.push((key.into(), value.into()));
+    }
+
+    fn init_project(&self) {
+        fs::write(
+            self.project.join("README.md"),
+            "# demo\n\nA tiny project.\n",
+        )
+        .unwrap();
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["add", "."],
+            &["commit", "-q", "-m", "initial"],
+        ] {
+            self.git(args);
+        }
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=e2e",
+                "-c",
+                "user.email=e2e@example.invalid",
+            ])
+            .args(["-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(&self.project)
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn codex_home(&self) -> PathBuf {
+        self.home.join(".codex")
+    }
+
+    fn copilot_home(&self) -> PathBuf {
+        self.home.join(".copilot")
+    }
+
+    /// The file loopgate's hooks go into for this CLI (agents.md's table).
+    pub fn hook_file(&self) -> PathBuf {
+        match self.cli {
+            Cli::Codex => self.codex_home().join("hooks.json"),
+            Cli::Gemini => self.home.join(".gemini").join("settings.json"),
+            Cli::Qwen => self.home.join(".qwen").join("settings.json"),
+            Cli::Copilot => self.copilot_home().join("hooks").join("loopgate.json"),
+        }
+    }
+
+    /// The CLI's own offline configuration, written before loopgate is installed, so that the
+    /// install has to merge into it as it would on a user's machine. The fake model's port is
+    /// passed at run time (env, or `-c` for Codex).
+    fn write_cli_config(&self) {
+        match self.cli {
+            Cli::Codex => {
+                let cfg = "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\n\n\
+                           [model_providers.mock]\nname = \"mock\"\n\
+                           base_url = \"http://127.0.0.1:9/v1\"\n\
+                           env_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n";
+                fs::create_dir_all(self.codex_home()).unwrap();
+                fs::write(self.codex_home().join("config.toml"), cfg).unwrap();
+            }
+            Cli::Gemini => write_json(
+                &self.hook_file(),
+                &json!({
+                    "security": {"auth": {"selectedType": "gemini-api-key"}},
+                    "privacy": {"usageStatisticsEnabled": false},
+                    "general": {"disableAutoUpdate": true, "disableUpdateNag": true}
+                }),
+            ),
+            Cli::Qwen => write_json(
+                &self.hook_file(),
+                &json!({
+                    "security": {"auth": {"selectedType": "openai"}},
+                    "privacy": {"usageStatisticsEnabled": false},
+                    "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+                    "telemetry": {"enabled": false},
+                    // Background memory extraction would send its own tool-bearing requests to
+                    // the fake model and eat scripted turns.
+                    "memory": {"enableManagedAutoMemory": false, "enableManagedAutoDream": false}
+                }),
+            ),
+            Cli::Copilot => fs::create_dir_all(self.copilot_home()).unwrap(),
+        }
+    }
+
+    /// Installs loopgate's hooks for this CLI, as a user would: `loopgate setup --agent <cli>`.
+    pub fn install(&mut self, observe: bool) {
+        if setup_speaks_agents() {
+            let mut cmd = Command::new(loopgate_bin());
+            cmd.args(["setup", "--agent", self.cli.name(), "--bin"])
+                .arg(loopgate_bin());
+            if observe {
+                cmd.arg("--observe");
+            }
+            let out = cmd
+                .env_clear()
+                .env("HOME", &self.home)
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("CODEX_HOME", self.codex_home())
+                .env("COPILOT_HOME", self.copilot_home())
+                .current_dir(&self.project)
+                .output()
+                .expect("run loopgate setup");
+            assert!(
+                out.status.success(),
+                "loopgate setup --agent {} failed ({}):\n{}\n{}",
+                self.cli.name(),
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            self.codex_trusted = self.cli == Cli::Codex
+                && fs::read_to_string(self.codex_home().join("config.toml"))
+                    .is_ok_and(|c| c.contains("trusted_hash"));
+        } else {
+            self.write_hooks_by_hand(observe);
+        }
+        assert!(
+            fs::read_to_string(self.hook_file()).is_ok_and(|t| t.contains("--agent")),
+            "no loopgate hooks in {}",
+            self.hook_file().display()
+        );
+    }
+
+    /// Until `loopgate setup --agent` exists on this branch: the hook file exactly as
+    /// /work/notes' contract table gives it (the shape `setup --agent` writes), Codex's trust
+    /// bypassed by its command-line flag instead.
+    fn write_hooks_by_hand(&self, observe: bool) {
+        let prefix = format!(
+            "'{}'{} --agent {}",
+            loopgate_bin().display(),
+            if observe { " --observe" } else { "" },
+            self.cli.name()
+        );
+        self.write_hooks(|sub| format!("{prefix} {sub}"));
+    }
+
+    /// A recorder instead of loopgate on every hook: each call appends its stdin to
+    /// `<scratch>/hooks.jsonl` and answers nothing. Checks the harness itself.
+    pub fn install_recorder(&self) {
+        let log = self.scratch.join("hooks.jsonl");
+        self.write_hooks(|sub| {
+            format!(
+                "cat >> '{}'; echo >> '{}' # {sub}",
+                log.display(),
+                log.display()
+            )
+        });
+    }
+
+    /// Hook stdins the recorder saw.
+    pub fn recorded_hooks(&self) -> Vec<Value> {
+        read_jsonl(&self.scratch.join("hooks.jsonl"))
+    }
+
+    /// Writes the CLI's hook file with `command(subcommand)` on each event loopgate handles.
+    fn write_hooks(&self, command: impl Fn(&str) -> String) {
+        let claude_shape = |events: &[(&str, &str)], timeout: u64| {
+            let mut hooks = serde_json::Map::new();
+            for (event, sub) in events {
+                let handler =
+                    json!({"type": "command", "command": command(sub), "timeout": timeout});
+                let group = if event.contains("Tool") {
+                    json!({"matcher": "*", "hooks": [handler]})
+                } else {
+                    json!({"hooks": [handler]})
+                };
+                hooks.insert(event.to_string(), json!([group]));
+            }
+            Value::Object(hooks)
+        };
+        match self.cli {
+            Cli::Codex => {
+                let events = [
+                    ("PreToolUse", "pre-tool-use"),
+                    ("PostToolUse", "post-tool-use"),
+                    ("Stop", "stop"),
+                    ("UserPromptSubmit", "user-prompt-submit"),
+                    ("SubagentStop", "subagent-stop"),
+                ];
+                write_json(
+                    &self.hook_file(),
+                    &json!({"hooks": claude_shape(&events, 10)}),
+                );
+            }
+            Cli::Gemini | Cli::Qwen => {
+                let (events, timeout): (&[(&str, &str)], u64) = if self.cli == Cli::Gemini {
+                    (
+                        &[
+                            ("BeforeTool", "pre-tool-use"),
+                            ("AfterTool", "post-tool-use"),
+                            ("AfterAgent", "stop"),
+                            ("BeforeAgent", "user-prompt-submit"),
+                        ],
+                        10_000,
+                    )
+                } else {
+                    (
+                        &[
+                            ("PreToolUse", "pre-tool-use"),
+                            ("PostToolUse", "post-tool-use"),
+                            ("PostToolUseFailure", "post-tool-use-failure"),
+                            ("Stop", "stop"),
+                            ("SubagentStop", "subagent-stop"),
+                            ("UserPromptSubmit", "user-prompt-submit"),
+                        ],
+                        10,
+                    )
+                };
+                let mut settings = read_json(&self.hook_file());
+                settings["hooks"] = claude_shape(events, timeout);
+                write_json(&self.hook_file(), &settings);
+            }
+            Cli::Copilot => {
+                let mut hooks = serde_json::Map::new();
+                for (event, sub) in [
+                    ("preToolUse", "pre-tool-use"),
+                    ("postToolUse", "post-tool-use"),
+                    ("postToolUseFailure", "post-tool-use-failure"),
+                    ("agentStop", "stop"),
+                    ("subagentStop", "subagent-stop"),
+                    ("userPromptSubmitted", "user-prompt-submit"),
+                ] {
+                    hooks.insert(
+                        event.into(),
+                        json!([{"type": "command", "bash": command(sub), "timeoutSec": 10}]),
+                    );
+                }
+                write_json(&self.hook_file(), &json!({"version": 1, "hooks": hooks}));
+            }
+        }
+    }
+
+    /// Runs the CLI headless on `prompt` against a fresh fake model playing `script`
+    /// (`fake_llm.py`'s format; `{{PROJECT}}` and `{{SCRATCH}}` are substituted).
+    pub fn run(&self, prompt: &str, script: &Value) -> Run {
+        let out = self.root.path().join("out");
+        let _ = fs::remove_dir_all(&out);
+        fs::create_dir_all(&out).unwrap();
+        let text = serde_json::to_string_pretty(script)
+            .unwrap()
+            .replace("{{PROJECT}}", &self.project.display().to_string())
+            .replace("{{SCRATCH}}", &self.scratch.display().to_string());
+        fs::write(out.join("script.json"), &text).unwrap();
+        let fake = FakeModel::start(self.cli, &out);
+        let started = Instant::now();
+        let mut child = self.spawn(prompt, fake.port, &out);
+        let (status, timed_out) = wait_bounded(&mut child, RUN_TIMEOUT);
+        kill_group(&child);
+        let elapsed = started.elapsed();
+        // Hooks of the last event may still be appending (Gemini runs SessionEnd hooks late).
+        std::thread::sleep(Duration::from_millis(200));
+        drop(fake);
+        let run = Run {
+            cli: self.cli,
+            status,
+            timed_out,
+            elapsed,
+            stdout: fs::read_to_string(out.join("cli.stdout")).unwrap_or_default(),
+            stderr: fs::read_to_string(out.join("cli.stderr")).unwrap_or_default(),
+            requests: read_jsonl(&out.join("requests.jsonl")),
+            events: read_jsonl(&self.state_dir.join("events.jsonl")),
+        };
+        let _ = fs::copy(self.hook_file(), out.join("hook-file.json"));
+        let _ = fs::copy(
+            self.state_dir.join("events.jsonl"),
+            out.join("events.jsonl"),
+        );
+        self.publish(&out);
+        run
+    }
+
+    fn spawn(&self, prompt: &str, port: u16, out: &Path) -> Child {
+        let mut cmd = Command::new(&self.bin);
+        let s = |p: &Path| p.display().to_string();
+        let mut env: Vec<(String, String)> = vec![
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+            ("HOME".into(), s(&self.home)),
+            ("XDG_CONFIG_HOME".into(), s(&self.home.join(".config"))),
+            ("XDG_CACHE_HOME".into(), s(&self.home.join(".cache"))),
+            ("XDG_DATA_HOME".into(), s(&self.home.join(".local/share"))),
+            ("XDG_STATE_HOME".into(), s(&self.home.join(".local/state"))),
+            ("TMPDIR".into(), s(&self.scratch)),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("NO_COLOR".into(), "1".into()),
+            ("LOOPGATE_STATE_DIR".into(), s(&self.state_dir)),
+        ];
+        let base = format!("http://127.0.0.1:{port}");
+        match self.cli {
+            Cli::Codex => {
+                env.push(("CODEX_HOME".into(), s(&self.codex_home())));
+                env.push(("OPENAI_API_KEY".into(), "sk-test".into()));
+                cmd.args(["exec", "--json", "--skip-git-repo-check"])
+                    .arg("-c")
+                    .arg(format!("model_providers.mock.base_url=\"{base}/v1\""))
+                    .arg("--dangerously-bypass-approvals-and-sandbox");
+                if !self.codex_trusted {
+                    cmd.arg("--dangerously-bypass-hook-trust");
+                }
+                cmd.arg(prompt);
+            }
+            Cli::Gemini => {
+                env.push(("GEMINI_API_KEY".into(), "test-key".into()));
+                env.push(("GOOGLE_GEMINI_BASE_URL".into(), base));
+                env.push(("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()));
+                cmd.args(["-p", prompt, "--output-format", "json"]).args([
+                    "--approval-mode",
+                    "yolo",
+                    "--skip-trust",
+                ]);
+            }
+            Cli::Qwen => {
+                env.push(("OPENAI_API_KEY".into(), "sk-test".into()));
+                env.push(("OPENAI_BASE_URL".into(), format!("{base}/v1")));
+                env.push(("OPENAI_MODEL".into(), "mock-model".into()));
+                cmd.args([prompt, "--output-format", "json", "--yolo"]);
+            }
+            Cli::Copilot => {
+                env.extend(
+                    [
+                        ("COPILOT_OFFLINE", "true".to_string()),
+                        ("COPILOT_PROVIDER_TYPE", "anthropic".into()),
+                        ("COPILOT_PROVIDER_BASE_URL", base),
+                        ("COPILOT_PROVIDER_API_KEY", "sk-ant-test".into()),
+                        ("COPILOT_MODEL", "claude-sonnet-4.5".into()),
+                        ("COPILOT_AUTO_UPDATE", "false".into()),
+                        ("COPILOT_HOME", s(&self.copilot_home())),
+                    ]
+                    .map(|(k, v)| (k.to_string(), v)),
+                );
+                cmd.args([
+                    "-p",
+                    prompt,
+                    "--no-auto-update",
+                    "--disable-client-telemetry",
+                ])
+                .args([
+                    "--output-format",
+                    "json",
+                    "--allow-all",
+                    "--trust-folder",
+                ]);
+            }
+        }
+        env.extend(self.env.iter().cloned());
+        let _ = fs::write(
+            out.join("cli.cmd"),
+            format!(
+                "{:?} {:?}\n",
+                cmd.get_program(),
+                cmd.get_args().collect::<Vec<_>>()
+            ),
+        );
+        cmd.current_dir(&self.project)
+            // Only what the run needs: the developer's own agent sessions, API keys or
+            // LOOPGATE_* settings must not leak into it.
+            .env_clear()
+            .envs(env)
+            .stdin(Stdio::null())
+            .stdout(File::create(out.join("cli.stdout")).unwrap())
+            .stderr(File::create(out.join("cli.stderr")).unwrap())
+            // Its own process group, so a timeout also kills hooks and tool commands.
+            .process_group(0);
+        cmd.spawn().expect("spawn the agent CLI")
+    }
+
+    /// Copies the run's files to `target/e2e-out/<name>/`, which outlives the temp dir.
+    fn publish(&self, out: &Path) {
+        let dest = repo_root().join("target").join("e2e-out").join(&self.name);
+        let _ = fs::remove_dir_all(&dest);
+        if fs::create_dir_all(&dest).is_err() {
+            return;
+        }
+        for entry in fs::read_dir(out).into_iter().flatten().flatten() {
+            let _ = fs::copy(entry.path(), dest.join(entry.file_name()));
+        }
+    }
+
+    /// Lines a scripted command appended to `{{SCRATCH}}/<name>` (0 when it never ran).
+    pub fn scratch_lines(&self, name: &str) -> usize {
+        fs::read_to_string(self.scratch.join(name))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+}
+
+/// `loopgate setup --agent <cli>` exists in this build (helper "setup" lands it on main).
+fn setup_speaks_agents() -> bool {
+    static SPEAKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SPEAKS.get_or_init(|| {
+        Command::new(loopgate_bin())
+            .args(["setup", "--help"])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--agent"))
+    })
+}
+
+/// The binary this `cargo test` built: the code under test, with no second (release) build.
+pub fn loopgate_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_loopgate"))
+}
+
+/// `fake_llm.py` on a free port, logging to `<out>/requests.jsonl`; killed on drop.
+struct FakeModel {
+    child: Child,
+    port: u16,
+}
+
+impl FakeModel {
+    fn start(cli: Cli, out: &Path) -> FakeModel {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/agents/fake_llm.py");
+        let port_file = out.join("fake.port");
+        let child = Command::new("python3")
+            .arg(script)
+            .args(["--api", cli.api(), "--script"])
+            .arg(out.join("script.json"))
+            .arg("--log")
+            .arg(out.join("requests.jsonl"))
+            .arg("--port-file")
+            .arg(&port_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(out.join("fake.stderr")).unwrap())
+            .spawn()
+            .expect("python3 runs the fake model (tests/e2e/agents/fake_llm.py)");
+        let mut fake = FakeModel { child, port: 0 };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(port) = fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                fake.port = port;
+                return fake;
+            }
+            if let Ok(Some(status)) = fake.child.try_wait() {
+                panic!(
+                    "fake model exited ({status}): {}",
+                    fs::read_to_string(out.join("fake.stderr")).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("fake model did not start within 20 s");
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_bounded(child: &mut Child, limit: Duration) -> (Option<ExitStatus>, bool) {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return (Some(status), false);
+        }
+        if Instant::now() >= deadline {
+            kill_group(child);
+            return (child.wait().ok(), true);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Kills whatever is left in the run's process group (a hook still running, a tool command).
+fn kill_group(child: &Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stderr(Stdio::null())
+        .status();
+}
+
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn read_json(path: &Path) -> Value {
+    fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| json!({}))
+}
+
+fn write_json(path: &Path, value: &Value) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, serde_json::to_string_pretty(value).unwrap() + "\n").unwrap();
+}
