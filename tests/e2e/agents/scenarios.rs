@@ -7,8 +7,11 @@ use super::clis::Cli;
 use super::harness::{Run, Scenario};
 use super::script::{call, read, script, shell, text, write};
 
-/// Everything loopgate says to a model starts so.
-const MARK: &str = "loopgate:";
+/// Whether a text the model read is loopgate's: its reasons start with `loopgate:` or, for a
+/// refused repeat, `LOOP_DETECTED (loopgate):`.
+fn by_loopgate(text: &str) -> bool {
+    text.contains("loopgate:") || text.contains("(loopgate):")
+}
 
 /// A command that fails the same way every time and changes nothing under the project; each run
 /// leaves a line in `{{SCRATCH}}/attempts`.
@@ -44,7 +47,7 @@ fn repeated_failure_denied(cli: Cli) {
     assert_eq!(outputs.len(), 4, "four tool results\n{}", run.summary());
     let first = outputs
         .iter()
-        .position(|o| o.contains(MARK))
+        .position(|o| by_loopgate(o))
         .unwrap_or_else(|| panic!("no call was denied by loopgate\n{}", run.summary()));
     // One retry of a deterministic failure is legitimate; by the 4th identical call, before the
     // CLI's own guard, the loop must be broken.
@@ -55,7 +58,7 @@ fn repeated_failure_denied(cli: Cli) {
         run.summary()
     );
     assert!(
-        outputs[first..].iter().all(|o| o.contains(MARK)),
+        outputs[first..].iter().all(|o| by_loopgate(o)),
         "every call after the first denial is denied too\n{}",
         run.summary()
     );
@@ -73,6 +76,8 @@ fn repeated_failure_denied(cli: Cli) {
 
 /// (b) The same broken file written again and again, each time followed by the same failing run
 /// of it (interleaved, so no CLI's consecutive-call guard fires first): the loop is refused.
+/// The run fails with a traceback, which every CLI's dialect reads as a failure (Codex reports
+/// no exit code to hooks; its dialect judges only unambiguous text).
 fn same_content_write_loop_stopped(cli: Cli) {
     let Some(mut s) = Scenario::new(cli, "same-write") else {
         return;
@@ -81,7 +86,11 @@ fn same_content_write_loop_stopped(cli: Cli) {
     let run_it = "echo ran >> {{SCRATCH}}/runs; python3 tool.py";
     let mut turns = Vec::new();
     for _ in 0..4 {
-        turns.push(call(write(cli, "tool.py", "def main(:\n    pass\n")));
+        turns.push(call(write(
+            cli,
+            "tool.py",
+            "import settings_loader\n\nsettings_loader.main()\n",
+        )));
         turns.push(call(shell(cli, run_it)));
     }
     turns.push(text("The tool still does not parse."));
@@ -95,7 +104,7 @@ fn same_content_write_loop_stopped(cli: Cli) {
     assert_eq!(outputs.len(), 8, "eight tool results\n{}", run.summary());
     let first = outputs
         .iter()
-        .position(|o| o.contains(MARK))
+        .position(|o| by_loopgate(o))
         .unwrap_or_else(|| panic!("the loop was never refused\n{}", run.summary()));
     assert!(
         first <= 5,
@@ -218,7 +227,7 @@ fn stop_block_is_bounded(cli: Cli) {
         run.summary()
     );
     assert!(
-        run.user_texts().iter().any(|t| t.contains(MARK)),
+        run.user_texts().iter().any(|t| by_loopgate(t)),
         "the block's reason reaches the model as a prompt\n{}",
         run.summary()
     );
