@@ -9,7 +9,15 @@ use serde_json::{json, Value};
 pub fn shell(cli: Cli, command: &str) -> Value {
     match cli {
         Cli::Codex => json!({"name": "exec_command", "args": {"cmd": command}}),
-        Cli::Gemini | Cli::Qwen => {
+        Cli::Gemini => {
+            json!({"name": "run_shell_command", "args": {"command": command, "description": "run"}})
+        }
+        Cli::Qwen => {
+            // Qwen Code 0.24.4 sometimes reports `Output: (empty)` for a command that prints and
+            // exits at once on a loaded machine (seen in 1 of 4 concurrent runs; 0 of 20 once the
+            // command lingers after its output). A lost output is a different answer, which
+            // would make the repeats the scenarios rely on not repeats.
+            let command = format!("{command}; s=$?; sleep 0.3; exit $s");
             json!({"name": "run_shell_command", "args": {"command": command, "description": "run"}})
         }
         Cli::Copilot => json!({"name": "bash", "args": {"command": command, "description": "run"}}),
