@@ -342,3 +342,72 @@ fn a_codex_patch_that_never_applies_is_a_repeated_failure_though_codex_reports_n
     assert!(reason.contains("loopgate"), "{reason}");
     assert!(env.status()[0]["totals"]["failures"].as_u64().unwrap() >= 2);
 }
+
+#[test]
+fn where_no_cli_can_halt_the_ladder_ends_in_a_standing_denial_said_once() {
+    // Codex has no way to end a run mid-turn (observed): after the last stage every call of the
+    // turn is refused, a new one too, and the full reason is given once.
+    let env = Env::new();
+    let call = |event: &str, cmd: &str, id: &str, extra: Value| {
+        let mut v = json!({"session_id": "c1", "turn_id": "t1", "cwd": env.project,
+                           "hook_event_name": event, "tool_name": "Bash",
+                           "tool_input": {"command": cmd}, "tool_use_id": id});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v.to_string()
+    };
+    let mut reasons = Vec::new();
+    for round in 0..6 {
+        for cmd in ["aaa", "bbb"] {
+            let id = format!("{cmd}{round}");
+            let out = feed(
+                &env,
+                Some("codex"),
+                "pre-tool-use",
+                call("PreToolUse", cmd, &id, json!({})).as_bytes(),
+            );
+            match denial_reason("codex", &out) {
+                Some(r) => reasons.push(r),
+                None => {
+                    let answer =
+                        json!({"tool_response": format!("bash: {cmd}: command not found\n")});
+                    feed(
+                        &env,
+                        Some("codex"),
+                        "post-tool-use",
+                        call("PostToolUse", cmd, &id, answer).as_bytes(),
+                    );
+                }
+            }
+        }
+    }
+    let fresh = feed(
+        &env,
+        Some("codex"),
+        "pre-tool-use",
+        call("PreToolUse", "ls", "new", json!({})).as_bytes(),
+    );
+    let last = denial_reason("codex", &fresh).expect("a new call after the last stage is refused");
+    assert!(
+        last.contains("stay paused for the rest of this turn"),
+        "{last}"
+    );
+    let escalations: Vec<_> = reasons
+        .iter()
+        .filter(|r| r.contains("interventions in this turn"))
+        .collect();
+    assert_eq!(escalations.len(), 1, "{reasons:#?}");
+    // A new prompt is a new turn: the standing denial is over.
+    let prompt = json!({"session_id": "c1", "turn_id": "t2", "cwd": env.project,
+                        "hook_event_name": "UserPromptSubmit", "prompt": "try another way"});
+    feed(
+        &env,
+        Some("codex"),
+        "user-prompt-submit",
+        prompt.to_string().as_bytes(),
+    );
+    let mut next = call("PreToolUse", "ls", "new2", json!({}));
+    next = next.replace("\"t1\"", "\"t2\"");
+    assert!(feed(&env, Some("codex"), "pre-tool-use", next.as_bytes()).is_silent_allow());
+}
