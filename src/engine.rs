@@ -477,10 +477,15 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
     // recognised as coming back, not as something new.
     if class.changes_files() {
         if let Some(path) = file_path(input, p.cwd.as_deref()) {
+            // Knowing more of the state the turn started from is not a change of it.
+            let at_start = state.world.id == state.turn.start_world;
             state.world.observe_before(
                 Digest16::of(path.as_os_str().as_encoded_bytes()),
                 content_digest(&path),
             );
+            if at_start {
+                state.turn.start_world = state.world.id;
+            }
         }
     }
     let now = ctx.now_ms;

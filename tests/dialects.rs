@@ -254,3 +254,160 @@ fn a_stop_block_re_fired_as_a_prompt_is_no_new_turn() {
     assert!(feed(&env, Some("gemini"), "user-prompt-submit", again.as_bytes()).is_silent_allow());
     assert_eq!(turns(&env), before);
 }
+
+/// A Gemini payload for this test's session.
+fn gemini(env: &Env, event: &str, extra: Value) -> String {
+    let mut v = json!({"session_id": "g2", "cwd": env.project, "hook_event_name": event,
+                       "timestamp": "2026-11-23T00:35:42.831Z"});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v.to_string()
+}
+
+#[test]
+fn gemini_stop_blocks_are_bounded_by_loopgate_because_gemini_has_no_cap() {
+    let env = Env::new().git().var("LOOPGATE_PROGRESS__WHEN", "always");
+    let g = |event: &str, extra: Value| gemini(&env, event, extra);
+    let prompt = g("BeforeAgent", json!({"prompt": "fix the readme"}));
+    assert!(feed(
+        &env,
+        Some("gemini"),
+        "user-prompt-submit",
+        prompt.as_bytes()
+    )
+    .is_silent_allow());
+    let input = json!({"file_path": env.project.join("README.md"), "instruction": "x",
+                       "old_string": "this text is not there", "new_string": "x"});
+    let before = g(
+        "BeforeTool",
+        json!({"tool_name": "replace", "tool_input": input}),
+    );
+    let after = g(
+        "AfterTool",
+        json!({"tool_name": "replace", "tool_input": input, "tool_response": {
+            "llmContent": "Could not find an exact match for 'old_string'",
+            "error": {"message": "Could not find an exact match for 'old_string'", "type": "edit_no_occurrence_found"}}}),
+    );
+    feed(&env, Some("gemini"), "pre-tool-use", before.as_bytes());
+    feed(&env, Some("gemini"), "post-tool-use", after.as_bytes());
+    // Gemini continues after every block with the reason as a new prompt (observed), for ever.
+    let mut blocks = 0;
+    for round in 0..6 {
+        let stop = g(
+            "AfterAgent",
+            json!({"prompt": "fix the readme", "prompt_response": "Done.", "stop_hook_active": round > 0}),
+        );
+        let out = feed(&env, Some("gemini"), "stop", stop.as_bytes());
+        assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+        if out.stdout.is_empty() {
+            break;
+        }
+        let v = out.json();
+        assert_eq!(v["decision"], "block", "{v}");
+        let reason = v["reason"].as_str().unwrap().to_string();
+        assert!(reason.starts_with("loopgate:"), "{reason}");
+        blocks += 1;
+        let again = g("BeforeAgent", json!({"prompt": reason}));
+        assert!(
+            feed(&env, Some("gemini"), "user-prompt-submit", again.as_bytes()).is_silent_allow()
+        );
+    }
+    assert!(
+        (1..=2).contains(&blocks),
+        "{blocks} Stop blocks; {}",
+        env.status()[0]["turn"]
+    );
+}
+
+#[test]
+fn a_codex_patch_that_never_applies_is_a_repeated_failure_though_codex_reports_nothing() {
+    // Codex fires only PreToolUse for a patch whose context does not match (observed).
+    let env = Env::new();
+    let pre = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/agents/codex/0.169.0/edge_calls-03-PreToolUse-apply_patch.json"),
+    )
+    .unwrap();
+    let mut denied = None;
+    for call in 1..=5 {
+        let out = feed(&env, Some("codex"), "pre-tool-use", pre.as_bytes());
+        if let Some(reason) = denial_reason("codex", &out) {
+            denied = Some((call, reason));
+            break;
+        }
+    }
+    let (call, reason) = denied.expect("a patch retried unchanged five times was never denied");
+    assert!((3..=4).contains(&call), "denied at call {call}");
+    assert!(reason.contains("loopgate"), "{reason}");
+    assert!(env.status()[0]["totals"]["failures"].as_u64().unwrap() >= 2);
+}
+
+#[test]
+fn where_no_cli_can_halt_the_ladder_ends_in_a_standing_denial_said_once() {
+    // Codex has no way to end a run mid-turn (observed): after the last stage every call of the
+    // turn is refused, a new one too, and the full reason is given once.
+    let env = Env::new();
+    let call = |event: &str, cmd: &str, id: &str, extra: Value| {
+        let mut v = json!({"session_id": "c1", "turn_id": "t1", "cwd": env.project,
+                           "hook_event_name": event, "tool_name": "Bash",
+                           "tool_input": {"command": cmd}, "tool_use_id": id});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v.to_string()
+    };
+    let mut reasons = Vec::new();
+    for round in 0..6 {
+        for cmd in ["aaa", "bbb"] {
+            let id = format!("{cmd}{round}");
+            let out = feed(
+                &env,
+                Some("codex"),
+                "pre-tool-use",
+                call("PreToolUse", cmd, &id, json!({})).as_bytes(),
+            );
+            match denial_reason("codex", &out) {
+                Some(r) => reasons.push(r),
+                None => {
+                    let answer =
+                        json!({"tool_response": format!("bash: {cmd}: command not found\n")});
+                    feed(
+                        &env,
+                        Some("codex"),
+                        "post-tool-use",
+                        call("PostToolUse", cmd, &id, answer).as_bytes(),
+                    );
+                }
+            }
+        }
+    }
+    let fresh = feed(
+        &env,
+        Some("codex"),
+        "pre-tool-use",
+        call("PreToolUse", "ls", "new", json!({})).as_bytes(),
+    );
+    let last = denial_reason("codex", &fresh).expect("a new call after the last stage is refused");
+    assert!(
+        last.contains("stay paused for the rest of this turn"),
+        "{last}"
+    );
+    let escalations: Vec<_> = reasons
+        .iter()
+        .filter(|r| r.contains("interventions in this turn"))
+        .collect();
+    assert_eq!(escalations.len(), 1, "{reasons:#?}");
+    // A new prompt is a new turn: the standing denial is over.
+    let prompt = json!({"session_id": "c1", "turn_id": "t2", "cwd": env.project,
+                        "hook_event_name": "UserPromptSubmit", "prompt": "try another way"});
+    feed(
+        &env,
+        Some("codex"),
+        "user-prompt-submit",
+        prompt.to_string().as_bytes(),
+    );
+    let mut next = call("PreToolUse", "ls", "new2", json!({}));
+    next = next.replace("\"t1\"", "\"t2\"");
+    assert!(feed(&env, Some("codex"), "pre-tool-use", next.as_bytes()).is_silent_allow());
+}
