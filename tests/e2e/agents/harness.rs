@@ -203,9 +203,18 @@ impl Scenario {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );
-            self.codex_trusted = self.cli == Cli::Codex
-                && fs::read_to_string(self.codex_home().join("config.toml"))
-                    .is_ok_and(|c| c.contains("trusted_hash"));
+            // Codex runs untrusted hooks only with a bypass flag; the run below goes without
+            // it, so Codex itself checks the trust `setup` wrote (hooks it does not trust are
+            // skipped silently, and the scenarios then fail).
+            self.codex_trusted = self.cli == Cli::Codex;
+            if self.codex_trusted {
+                let config =
+                    fs::read_to_string(self.codex_home().join("config.toml")).unwrap_or_default();
+                assert!(
+                    config.contains("trusted_hash") && config.contains("[model_providers.mock]"),
+                    "setup --agent codex must trust its hooks and keep the rest of config.toml:\n{config}"
+                );
+            }
         } else {
             self.write_hooks_by_hand(observe);
         }
