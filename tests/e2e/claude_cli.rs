@@ -62,7 +62,7 @@ fn locate_or_install() -> Result<PathBuf, String> {
     if let Some(found) = find_working(&cache) {
         return Ok(found);
     }
-    npm_install(&cache)?;
+    npm_install(&cache, &format!("{PACKAGE}@{VERSION}"))?;
     find_working(&cache).ok_or_else(|| {
         format!(
             "`{}` ran but no working claude {VERSION} was found",
@@ -71,15 +71,14 @@ fn locate_or_install() -> Result<PathBuf, String> {
     })
 }
 
-fn npm_install(cache: &Path) -> Result<(), String> {
-    eprintln!(
-        "e2e: installing {PACKAGE}@{VERSION} into {}",
-        cache.display()
-    );
+/// `npm install <spec>` into `dir` (also used for the other agent CLIs).
+pub fn npm_install(dir: &Path, spec: &str) -> Result<(), String> {
+    eprintln!("e2e: installing {spec} into {}", dir.display());
     let out = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(cache)
-        .arg(format!("{PACKAGE}@{VERSION}"))
+        .arg(dir)
+        .arg(spec)
+        .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("cannot run npm: {e}"))?;
     if out.status.success() {

@@ -128,31 +128,7 @@ impl Scenario {
     }
 
     fn git_in(&self, dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args([
-                "-c",
-                "user.name=e2e",
-                "-c",
-                "user.email=e2e@example.invalid",
-            ])
-            .args([
-                "-c",
-                "commit.gpgsign=false",
-                "-c",
-                "init.defaultBranch=main",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .env("HOME", &self.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .expect("run git");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        git(&self.home, dir, args)
     }
 
     /// Installs loopgate by one of the routes a user has.
@@ -493,7 +469,7 @@ fn prepend_path(dir: &Path) -> String {
     format!("{}:{rest}", dir.display())
 }
 
-fn wait_bounded(child: &mut Child, limit: Duration) -> (Option<ExitStatus>, bool) {
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> (Option<ExitStatus>, bool) {
     let deadline = Instant::now() + limit;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
@@ -509,9 +485,38 @@ fn wait_bounded(child: &mut Child, limit: Duration) -> (Option<ExitStatus>, bool
 
 /// Kills whatever is left in the run's process group (a background subagent's shell, a hook
 /// still running); the group id is the claude child's pid, set at spawn.
-fn kill_group(child: &Child) {
+pub fn kill_group(child: &Child) {
     let _ = Command::new("kill")
         .args(["-KILL", "--", &format!("-{}", child.id())])
         .stderr(Stdio::null())
         .status();
+}
+
+/// `git <args>` in `dir` with a throwaway identity, HOME and no system config; panics on failure.
+pub fn git(home: &Path, dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=e2e",
+            "-c",
+            "user.email=e2e@example.invalid",
+        ])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

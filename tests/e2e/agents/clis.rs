@@ -2,7 +2,7 @@
 //! the skip policy around them (the same as Claude Code's: missing fails under `CI`, skips loudly
 //! otherwise).
 
-use super::super::claude_cli::repo_root;
+use super::super::claude_cli::{npm_install, repo_root};
 use std::fs::{self, File};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -143,7 +143,7 @@ fn locate_or_install(cli: Cli) -> Result<PathBuf, String> {
     if reports_version(cli, &bin) {
         return Ok(bin);
     }
-    npm_install(cli, &dir)?;
+    npm_install(&dir, &format!("{}@{}", cli.package(), cli.version()))?;
     if reports_version(cli, &bin) {
         Ok(bin)
     } else {
@@ -152,31 +152,6 @@ fn locate_or_install(cli: Cli) -> Result<PathBuf, String> {
             cli.install_command(),
             bin.display(),
             cli.version()
-        ))
-    }
-}
-
-fn npm_install(cli: Cli, dir: &Path) -> Result<(), String> {
-    eprintln!(
-        "e2e: installing {}@{} into {}",
-        cli.package(),
-        cli.version(),
-        dir.display()
-    );
-    let out = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(dir)
-        .arg(format!("{}@{}", cli.package(), cli.version()))
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run npm: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "npm install failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
         ))
     }
 }

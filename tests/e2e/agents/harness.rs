@@ -4,6 +4,8 @@
 //! with). Everything a run leaves is copied to `target/e2e-out/agents-<cli>-<scenario>/`.
 
 use super::super::claude_cli::repo_root;
+use super::super::harness::{git, kill_group, wait_bounded};
+use super::super::run::read_jsonl;
 use super::clis::{self, Cli};
 use serde_json::{json, Value};
 use std::fs::{self, File};
@@ -100,26 +102,7 @@ impl Scenario {
     }
 
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args([
-                "-c",
-                "user.name=e2e",
-                "-c",
-                "user.email=e2e@example.invalid",
-            ])
-            .args(["-c", "commit.gpgsign=false"])
-            .args(args)
-            .current_dir(&self.project)
-            .env("HOME", &self.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .expect("run git");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        git(&self.home, &self.project, args)
     }
 
     fn codex_home(&self) -> PathBuf {
@@ -553,36 +536,6 @@ impl Drop for FakeModel {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn wait_bounded(child: &mut Child, limit: Duration) -> (Option<ExitStatus>, bool) {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return (Some(status), false);
-        }
-        if Instant::now() >= deadline {
-            kill_group(child);
-            return (child.wait().ok(), true);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Kills whatever is left in the run's process group (a hook still running, a tool command).
-fn kill_group(child: &Child) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", child.id())])
-        .stderr(Stdio::null())
-        .status();
-}
-
-pub fn read_jsonl(path: &Path) -> Vec<Value> {
-    fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 fn read_json(path: &Path) -> Value {
