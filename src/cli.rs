@@ -227,7 +227,11 @@ pub enum Command {
         after_help = "Examples:\n  loopgate setup                       wire the hooks into ~/.claude/settings.json\n  loopgate setup --observe             the same, in observe mode\n  loopgate setup --uninstall           remove loopgate's hooks, nothing else\n  loopgate setup --restore             put back the settings as they were before the last change"
     )]
     Setup {
-        /// Settings file [default: ~/.claude/settings.json]
+        /// The agent CLI to wire: claude, codex, gemini, qwen or copilot [default: claude]
+        #[arg(long, value_enum, value_name = "CLI")]
+        agent: Option<Agent>,
+        /// The hook file to edit [default: ~/.claude/settings.json; for --agent: $CODEX_HOME/hooks.json,
+        /// ~/.gemini/settings.json, ~/.qwen/settings.json, $COPILOT_HOME/hooks/loopgate.json]
         #[arg(long, value_name = "FILE")]
         settings: Option<PathBuf>,
         /// Path of the loopgate binary the hooks call [default: this executable]
