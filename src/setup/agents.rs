@@ -422,3 +422,414 @@ fn edit_trust(
 pub fn codex_config_file() -> Option<PathBuf> {
     crate::paths::agent_config_dir(Agent::Codex).map(|dir| dir.join("config.toml"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::setup::{backups, hook_block_as, merge_as, remove, run_as};
+    use serde_json::json;
+
+    const BIN: &str = "/usr/bin/loopgate";
+
+    fn prefix(agent: Agent) -> String {
+        command_prefix(Path::new(BIN), false, agent).unwrap()
+    }
+
+    fn handler(command: &str) -> Value {
+        json!({"type": "command", "command": command, "timeout": 3})
+    }
+
+    #[test]
+    fn the_hook_commands_follow_the_contract() {
+        assert_eq!(prefix(Agent::Claude), BIN);
+        assert_eq!(prefix(Agent::Codex), "/usr/bin/loopgate --agent codex");
+        assert_eq!(
+            command_prefix(Path::new(BIN), true, Agent::Gemini).unwrap(),
+            "/usr/bin/loopgate --observe --agent gemini"
+        );
+        assert_eq!(
+            crate::setup::command_agent("'/a b/loopgate' --observe --agent qwen stop").as_deref(),
+            Some("qwen")
+        );
+        assert_eq!(crate::setup::command_agent("loopgate stop"), None);
+    }
+
+    #[test]
+    fn each_cli_gets_its_own_shape() {
+        let codex = hook_block_as(&prefix(Agent::Codex), &format(Agent::Codex));
+        assert_eq!(
+            codex["PreToolUse"],
+            json!([{"matcher": "*", "hooks": [{"type": "command", "command": "/usr/bin/loopgate --agent codex pre-tool-use", "timeout": 10}]}])
+        );
+        assert_eq!(
+            codex["Stop"],
+            json!([{"hooks": [{"type": "command", "command": "/usr/bin/loopgate --agent codex stop", "timeout": 10}]}])
+        );
+        // Codex takes an integer timeout only.
+        assert!(codex["Stop"][0]["hooks"][0]["timeout"].is_u64());
+        let events = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(
+            events(&codex),
+            [
+                "PreToolUse",
+                "PostToolUse",
+                "Stop",
+                "SubagentStop",
+                "UserPromptSubmit"
+            ]
+        );
+
+        let gemini = hook_block_as(&prefix(Agent::Gemini), &format(Agent::Gemini));
+        assert_eq!(
+            events(&gemini),
+            ["BeforeTool", "AfterTool", "AfterAgent", "BeforeAgent"]
+        );
+        // Milliseconds.
+        assert_eq!(gemini["BeforeTool"][0]["hooks"][0]["timeout"], 10000);
+        assert_eq!(gemini["BeforeTool"][0]["matcher"], "*");
+        assert!(gemini["AfterAgent"][0].get("matcher").is_none());
+        assert_eq!(
+            gemini["AfterAgent"][0]["hooks"][0]["command"],
+            "/usr/bin/loopgate --agent gemini stop"
+        );
+
+        let qwen = hook_block_as(&prefix(Agent::Qwen), &format(Agent::Qwen));
+        assert_eq!(
+            events(&qwen),
+            [
+                "PreToolUse",
+                "PostToolUse",
+                "PostToolUseFailure",
+                "Stop",
+                "SubagentStop",
+                "UserPromptSubmit"
+            ]
+        );
+        assert_eq!(qwen["PostToolUseFailure"][0]["hooks"][0]["timeout"], 10);
+
+        let copilot = hook_block_as(&prefix(Agent::Copilot), &format(Agent::Copilot));
+        assert_eq!(
+            events(&copilot),
+            [
+                "preToolUse",
+                "postToolUse",
+                "postToolUseFailure",
+                "agentStop",
+                "subagentStop",
+                "userPromptSubmitted"
+            ]
+        );
+        assert_eq!(
+            copilot["agentStop"],
+            json!([{"type": "command", "bash": "/usr/bin/loopgate --agent copilot stop", "timeoutSec": 10}])
+        );
+    }
+
+    #[test]
+    fn merge_keeps_foreign_hooks_and_keys_is_idempotent_and_uninstall_restores() {
+        for agent in [Agent::Codex, Agent::Gemini, Agent::Qwen, Agent::Copilot] {
+            let f = format(agent);
+            let (first_event, ..) = f.hooks[0];
+            let foreign = if f.flat {
+                json!({"type": "command", "bash": "audit.sh", "timeoutSec": 5})
+            } else {
+                json!({"matcher": "Bash", "hooks": [handler("audit.sh")]})
+            };
+            let user = json!({
+                "model": "x",
+                "hooks": {first_event: [foreign.clone()], "SessionStart": [{"hooks": [handler("hi.sh")]}]},
+            });
+            let mut settings = user.clone();
+            assert!(
+                merge_as(&mut settings, &prefix(agent), &f).unwrap(),
+                "{agent:?}"
+            );
+            assert_eq!(settings["model"], "x");
+            assert_eq!(
+                settings["hooks"]["SessionStart"],
+                user["hooks"]["SessionStart"]
+            );
+            assert_eq!(settings["hooks"][first_event][0], foreign, "{agent:?}");
+            let ours = hook_block_as(&prefix(agent), &f);
+            assert_eq!(settings["hooks"][first_event][1], ours[first_event][0]);
+            for &(event, ..) in f.hooks {
+                assert_eq!(
+                    settings["hooks"][event].as_array().unwrap().last(),
+                    ours[event].as_array().unwrap().last(),
+                    "{agent:?} {event}"
+                );
+            }
+            let once = settings.clone();
+            assert!(!merge_as(&mut settings, &prefix(agent), &f).unwrap());
+            assert_eq!(settings, once);
+            // Another binary: replaced in place, not added.
+            let mut moved = once.clone();
+            let other = command_prefix(Path::new("/opt/loopgate"), true, agent).unwrap();
+            assert!(merge_as(&mut moved, &other, &f).unwrap());
+            assert_eq!(moved["hooks"][first_event].as_array().unwrap().len(), 2);
+            assert!(remove(&mut settings).unwrap());
+            assert_eq!(settings, user, "{agent:?}");
+        }
+    }
+
+    fn setup_dir() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let hooks = dir.path().join(".codex").join("hooks.json");
+        let config = dir.path().join(".codex").join("config.toml");
+        (dir, hooks, config)
+    }
+
+    #[test]
+    fn the_copilot_file_has_version_1_and_goes_when_only_loopgate_was_in_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hooks").join("loopgate.json");
+        let f = format(Agent::Copilot);
+        run_as(&path, &prefix(Agent::Copilot), false, &f).unwrap();
+        let v: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v.as_object().unwrap().keys().next().unwrap(), "version");
+        assert_eq!(
+            v,
+            json!({"version": 1, "hooks": hook_block_as(&prefix(Agent::Copilot), &f)})
+        );
+        let summary = run_as(&path, &prefix(Agent::Copilot), true, &f).unwrap();
+        assert!(summary.contains("held only loopgate's hooks"), "{summary}");
+        assert!(!path.exists());
+        assert_eq!(backups(&path).len(), 1, "the removed file is backed up");
+
+        // A hand-added hook of someone else's keeps the file.
+        fs::write(
+            &path,
+            r#"{"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "audit.sh"}]}}"#,
+        )
+        .unwrap();
+        run_as(&path, &prefix(Agent::Copilot), false, &f).unwrap();
+        run_as(&path, &prefix(Agent::Copilot), true, &f).unwrap();
+        let v: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            json!({"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "audit.sh"}]}})
+        );
+    }
+
+    /// What `codex app-server` `hooks/list` reported as `currentHash` (Codex 0.169.0) for these
+    /// hooks in a `hooks.json`.
+    #[test]
+    fn the_codex_hash_is_the_one_codex_computes() {
+        let block = hook_block_as(&prefix(Agent::Codex), &format(Agent::Codex));
+        let hash = |event: &str| {
+            let group = &block[event][0];
+            codex_hook_hash(
+                &codex_event_label(event),
+                group.get("matcher").and_then(Value::as_str),
+                &group["hooks"][0],
+            )
+        };
+        for (event, expected) in [
+            (
+                "PreToolUse",
+                "sha256:b5d09a826e3b778a9d2d179b517be73334c6d7c0aff97f2622a81fa6ad7cbf2f",
+            ),
+            (
+                "PostToolUse",
+                "sha256:df1c5b790023b33000ee053d60719c0d9cc37b52ad52669ddc3e2b95667cc2b3",
+            ),
+            (
+                "UserPromptSubmit",
+                "sha256:fb52324823ac9793a19a21ffa4d276ad72c9532e05d81404e77a139193df017a",
+            ),
+            (
+                "SubagentStop",
+                "sha256:f882d249628fdcc522c6d7a12ff862a04a8cd85ac328ab8e1cfe97779f457548",
+            ),
+            (
+                "Stop",
+                "sha256:699535bba7a949e46e1fc6d485b70f6b103603ea27998df45f7dfe80d83d44ec",
+            ),
+        ] {
+            assert_eq!(hash(event), expected, "{event}");
+        }
+        assert_eq!(codex_event_label("UserPromptSubmit"), "user_prompt_submit");
+        // The matcher is part of the hash, except where Codex ignores it.
+        let h = &block["PreToolUse"][0]["hooks"][0];
+        assert_ne!(
+            codex_hook_hash("pre_tool_use", Some("*"), h),
+            codex_hook_hash("pre_tool_use", None, h)
+        );
+        assert_eq!(
+            codex_hook_hash("stop", Some("*"), h),
+            codex_hook_hash("stop", None, h)
+        );
+    }
+
+    #[test]
+    fn codex_trust_is_written_kept_in_line_and_removed_leaving_the_rest_of_config_toml() {
+        let (dir, hooks, config) = setup_dir();
+        fs::create_dir_all(hooks.parent().unwrap()).unwrap();
+        let mine = "# my settings\nmodel = \"gpt-5.5\"  # keep\n\n[hooks.state.\"/elsewhere/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:abc\"\n";
+        fs::write(&config, mine).unwrap();
+        // A foreign PreToolUse group first: loopgate's is the second group there.
+        fs::write(&hooks, r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}]}}"#).unwrap();
+        let user = Some(hooks.as_path());
+        let out = run(
+            Agent::Codex,
+            &hooks,
+            &prefix(Agent::Codex),
+            false,
+            user,
+            Some(&config),
+        )
+        .unwrap();
+        assert!(
+            out.summary.contains("trusted 5 hooks in"),
+            "{}",
+            out.summary
+        );
+        assert!(out.notes.is_empty(), "the user file needs no project trust");
+        let text = fs::read_to_string(&config).unwrap();
+        assert!(text.starts_with(mine), "{text}");
+        let table: toml::Table = text.parse().unwrap();
+        let state = table["hooks"]["state"].as_table().unwrap();
+        let ours = codex_hooks_in(&hooks).unwrap();
+        assert_eq!(ours.len(), 5);
+        let source = crate::paths::lexical(&std::path::absolute(&hooks).unwrap());
+        let pre = ours.iter().find(|h| h.event == "PreToolUse").unwrap();
+        assert_eq!(pre.key, format!("{}:pre_tool_use:1:0", source.display()));
+        for hook in &ours {
+            assert_eq!(
+                state[&hook.key]["trusted_hash"].as_str(),
+                Some(hook.hash.as_str())
+            );
+        }
+        assert_eq!(backups(&config).len(), 1);
+        let _ = dir;
+
+        // Nothing changes: nothing written.
+        let out = run(
+            Agent::Codex,
+            &hooks,
+            &prefix(Agent::Codex),
+            false,
+            user,
+            Some(&config),
+        )
+        .unwrap();
+        assert!(
+            out.summary.contains("already up to date") && !out.summary.contains("trusted"),
+            "{}",
+            out.summary
+        );
+        assert_eq!(backups(&config).len(), 1);
+
+        // Another command: the hash follows.
+        let other = command_prefix(Path::new("/opt/loopgate"), true, Agent::Codex).unwrap();
+        let out = run(Agent::Codex, &hooks, &other, false, user, Some(&config)).unwrap();
+        assert!(out.summary.contains("trusted 5 hooks"), "{}", out.summary);
+        let table: toml::Table = fs::read_to_string(&config).unwrap().parse().unwrap();
+        for hook in codex_hooks_in(&hooks).unwrap() {
+            assert_eq!(
+                table["hooks"]["state"][&hook.key]["trusted_hash"].as_str(),
+                Some(hook.hash.as_str())
+            );
+        }
+
+        // Uninstall: the trust goes, the rest stays as it was.
+        let out = run(Agent::Codex, &hooks, &other, true, user, Some(&config)).unwrap();
+        assert!(
+            out.summary.contains("removed the trust of 5 hooks"),
+            "{}",
+            out.summary
+        );
+        assert_eq!(fs::read_to_string(&config).unwrap(), mine);
+    }
+
+    #[test]
+    fn restoring_a_codex_file_brings_its_trust_along() {
+        let (_dir, hooks, config) = setup_dir();
+        let user = Some(hooks.as_path());
+        run(
+            Agent::Codex,
+            &hooks,
+            &prefix(Agent::Codex),
+            false,
+            user,
+            Some(&config),
+        )
+        .unwrap();
+        run(
+            Agent::Codex,
+            &hooks,
+            &prefix(Agent::Codex),
+            true,
+            user,
+            Some(&config),
+        )
+        .unwrap();
+        assert!(!fs::read_to_string(&config)
+            .unwrap()
+            .contains("trusted_hash"));
+        let summary = restore(Agent::Codex, &hooks, None, Some(&config)).unwrap();
+        assert!(summary.contains("trusted 5 hooks"), "{summary}");
+        let table: toml::Table = fs::read_to_string(&config).unwrap().parse().unwrap();
+        assert_eq!(table["hooks"]["state"].as_table().unwrap().len(), 5);
+    }
+
+    #[test]
+    fn a_config_toml_that_does_not_parse_is_left_alone() {
+        let (_dir, hooks, config) = setup_dir();
+        fs::create_dir_all(config.parent().unwrap()).unwrap();
+        fs::write(&config, "model = \n").unwrap();
+        let err = run(
+            Agent::Codex,
+            &hooks,
+            &prefix(Agent::Codex),
+            false,
+            None,
+            Some(&config),
+        )
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("is not valid TOML"), "{err:#}");
+        assert_eq!(fs::read_to_string(&config).unwrap(), "model = \n");
+    }
+
+    #[test]
+    fn a_project_file_says_what_the_cli_needs_to_run_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("home/.gemini/settings.json");
+        let project = dir.path().join("proj/.gemini/settings.json");
+        let out = run(
+            Agent::Gemini,
+            &project,
+            &prefix(Agent::Gemini),
+            false,
+            Some(&user),
+            None,
+        )
+        .unwrap();
+        assert!(
+            out.notes[0].contains("GEMINI_CLI_TRUST_WORKSPACE=true"),
+            "{:?}",
+            out.notes
+        );
+        let out = run(
+            Agent::Gemini,
+            &user,
+            &prefix(Agent::Gemini),
+            false,
+            Some(&user),
+            None,
+        )
+        .unwrap();
+        assert!(out.notes.is_empty());
+        let copilot = dir.path().join("proj/.github/hooks/loopgate.json");
+        let out = run(
+            Agent::Copilot,
+            &copilot,
+            &prefix(Agent::Copilot),
+            false,
+            None,
+            None,
+        )
+        .unwrap();
+        assert!(out.notes[0].contains("--trust-folder"), "{:?}", out.notes);
+    }
+}
