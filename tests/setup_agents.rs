@@ -263,3 +263,100 @@ fn setup_rejects_what_does_not_apply() {
     assert_ne!(code, 0);
     assert!(err.contains("vim"), "{err}");
 }
+
+/// The pinned Codex CLI the e2e suite installs (`tests/e2e`), or `LOOPGATE_TEST_CODEX`.
+fn codex_bin() -> Option<PathBuf> {
+    let path = match std::env::var_os("LOOPGATE_TEST_CODEX") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/e2e-cache/agents/codex/node_modules/.bin/codex"),
+    };
+    path.is_file().then_some(path)
+}
+
+/// Codex itself says loopgate's hooks are trusted after `setup --agent codex`: its app-server's
+/// `hooks/list` reports each one `trusted`, with the hash setup wrote. Needs the Codex CLI the
+/// e2e suite installs; without it the test says so and passes (that suite fails under CI when the
+/// CLI is missing).
+#[test]
+fn codex_itself_trusts_the_hooks_setup_wrote() {
+    let Some(codex) = codex_bin() else {
+        eprintln!("SKIP codex_itself_trusts_the_hooks_setup_wrote: no Codex CLI in target/e2e-cache/agents/codex (run the e2e suite once, or set LOOPGATE_TEST_CODEX)");
+        return;
+    };
+    let env = Env::new();
+    let bin = bin(&env);
+    let (code, out, err) = run(
+        &env,
+        &["setup", "--agent", "codex", "--bin", bin.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let home = home(&env);
+    let mut child = std::process::Command::new(&codex)
+        .arg("app-server")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("CODEX_HOME", home.join(".codex"))
+        .current_dir(&env.project)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "loopgate-test", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [env.project]}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for r in requests {
+        use std::io::Write;
+        writeln!(stdin, "{r}").unwrap();
+    }
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                if v["id"] == 2 {
+                    let _ = tx.send(v);
+                    return;
+                }
+            }
+        }
+    });
+    let answer = rx.recv_timeout(std::time::Duration::from_secs(60));
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    let answer = answer.expect("codex app-server answered hooks/list");
+    let hooks: Vec<&Value> = answer["result"]["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|entry| entry["hooks"].as_array().unwrap())
+        .collect();
+    let config: toml::Table = std::fs::read_to_string(home.join(".codex/config.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(hooks.len(), 5, "{answer:#}");
+    for hook in hooks {
+        assert!(
+            hook["command"].as_str().unwrap().contains("--agent codex"),
+            "{hook}"
+        );
+        assert_eq!(hook["trustStatus"], "trusted", "{hook}");
+        let key = hook["key"].as_str().unwrap();
+        assert_eq!(
+            config["hooks"]["state"][key]["trusted_hash"].as_str(),
+            hook["currentHash"].as_str(),
+            "{key}"
+        );
+    }
+}
