@@ -222,9 +222,9 @@ pub enum Command {
         #[arg(long)]
         blocks_only: bool,
     },
-    /// Wire loopgate's hooks into a Claude Code settings file (used by install.sh)
+    /// Wire loopgate's hooks into a Claude Code settings file, or another agent CLI's hook file (used by install.sh)
     #[command(
-        after_help = "Examples:\n  loopgate setup                       wire the hooks into ~/.claude/settings.json\n  loopgate setup --observe             the same, in observe mode\n  loopgate setup --uninstall           remove loopgate's hooks, nothing else\n  loopgate setup --restore             put back the settings as they were before the last change"
+        after_help = "Examples:\n  loopgate setup                       wire the hooks into ~/.claude/settings.json\n  loopgate setup --observe             the same, in observe mode\n  loopgate setup --uninstall           remove loopgate's hooks, nothing else\n  loopgate setup --restore             put back the settings as they were before the last change\n  loopgate setup --agent codex         wire Codex CLI (~/.codex/hooks.json, and trust the hooks)"
     )]
     Setup {
         /// The agent CLI to wire: claude, codex, gemini, qwen or copilot [default: claude]
