@@ -337,6 +337,9 @@ impl Cli {
             (self.agent.is_some(), false, "--agent"),
         ] {
             if given && !applies {
+                if flag == "--agent" && name == "setup" {
+                    return Err("--agent goes after `setup`: `loopgate setup --agent <cli>`".into());
+                }
                 return Err(format!("{flag} does not apply to `loopgate {name}`"));
             }
         }
