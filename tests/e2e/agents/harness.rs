@@ -160,69 +160,54 @@ impl Scenario {
         }
     }
 
-    /// Installs loopgate's hooks for this CLI, as a user would: `loopgate setup --agent <cli>`.
+    /// Installs loopgate's hooks for this CLI, as a user would: `loopgate setup --agent <cli>`
+    /// (with `--observe` for observe mode), into this HOME, beside the CLI's own configuration.
     pub fn install(&mut self, observe: bool) {
-        if setup_speaks_agents() {
-            let mut cmd = Command::new(loopgate_bin());
-            cmd.args(["setup", "--agent", self.cli.name(), "--bin"])
-                .arg(loopgate_bin());
-            if observe {
-                cmd.arg("--observe");
-            }
-            let out = cmd
-                .env_clear()
-                .env("HOME", &self.home)
-                .env("PATH", std::env::var("PATH").unwrap_or_default())
-                .env("CODEX_HOME", self.codex_home())
-                .env("COPILOT_HOME", self.copilot_home())
-                .current_dir(&self.project)
-                .output()
-                .expect("run loopgate setup");
-            assert!(
-                out.status.success(),
-                "loopgate setup --agent {} failed ({}):\n{}\n{}",
-                self.cli.name(),
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            // Codex runs untrusted hooks only with a bypass flag; the run below goes without
-            // it, so Codex itself checks the trust `setup` wrote (hooks it does not trust are
-            // skipped silently, and the scenarios then fail).
-            self.codex_trusted = self.cli == Cli::Codex;
-            if self.codex_trusted {
-                let config =
-                    fs::read_to_string(self.codex_home().join("config.toml")).unwrap_or_default();
-                assert!(
-                    config.contains("trusted_hash") && config.contains("[model_providers.mock]"),
-                    "setup --agent codex must trust its hooks and keep the rest of config.toml:\n{config}"
-                );
-            }
-        } else {
-            self.write_hooks_by_hand(observe);
+        let mut cmd = Command::new(loopgate_bin());
+        cmd.args(["setup", "--agent", self.cli.name(), "--bin"])
+            .arg(loopgate_bin());
+        if observe {
+            cmd.arg("--observe");
         }
+        let out = cmd
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("CODEX_HOME", self.codex_home())
+            .env("COPILOT_HOME", self.copilot_home())
+            .current_dir(&self.project)
+            .output()
+            .expect("run loopgate setup");
+        assert!(
+            out.status.success(),
+            "loopgate setup --agent {} failed ({}):\n{}\n{}",
+            self.cli.name(),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(
             fs::read_to_string(self.hook_file()).is_ok_and(|t| t.contains("--agent")),
             "no loopgate hooks in {}",
             self.hook_file().display()
         );
+        // Codex runs untrusted hooks only with a bypass flag; loopgate's runs go without it, so
+        // Codex itself checks the trust `setup` wrote (hooks it does not trust are skipped
+        // silently, and the scenarios then fail).
+        self.codex_trusted = self.cli == Cli::Codex;
+        if self.codex_trusted {
+            let config =
+                fs::read_to_string(self.codex_home().join("config.toml")).unwrap_or_default();
+            assert!(
+                config.contains("trusted_hash") && config.contains("[model_providers.mock]"),
+                "setup --agent codex must trust its hooks and keep the rest of config.toml:\n{config}"
+            );
+        }
     }
 
-    /// Until `loopgate setup --agent` exists on this branch: the hook file exactly as
-    /// /work/notes' contract table gives it (the shape `setup --agent` writes), Codex's trust
-    /// bypassed by its command-line flag instead.
-    fn write_hooks_by_hand(&self, observe: bool) {
-        let prefix = format!(
-            "'{}'{} --agent {}",
-            loopgate_bin().display(),
-            if observe { " --observe" } else { "" },
-            self.cli.name()
-        );
-        self.write_hooks(|sub| format!("{prefix} {sub}"));
-    }
-
-    /// A recorder instead of loopgate on every hook: each call appends its stdin to
-    /// `<scratch>/hooks.jsonl` and answers nothing. Checks the harness itself.
+    /// A recorder instead of loopgate on every hook loopgate handles: each call appends its
+    /// stdin to `<scratch>/hooks.jsonl` and answers nothing. Checks the harness itself (Codex
+    /// then runs with its hook-trust bypass).
     pub fn install_recorder(&self) {
         let log = self.scratch.join("hooks.jsonl");
         self.write_hooks(|sub| {
@@ -239,7 +224,8 @@ impl Scenario {
         read_jsonl(&self.scratch.join("hooks.jsonl"))
     }
 
-    /// Writes the CLI's hook file with `command(subcommand)` on each event loopgate handles.
+    /// Writes the CLI's hook file with `command(subcommand)` on each event loopgate handles, in
+    /// the shape `setup --agent` writes.
     fn write_hooks(&self, command: impl Fn(&str) -> String) {
         let claude_shape = |events: &[(&str, &str)], timeout: u64| {
             let mut hooks = serde_json::Map::new();
@@ -468,17 +454,6 @@ impl Scenario {
             .map(|t| t.lines().count())
             .unwrap_or(0)
     }
-}
-
-/// `loopgate setup --agent <cli>` exists in this build (helper "setup" lands it on main).
-fn setup_speaks_agents() -> bool {
-    static SPEAKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SPEAKS.get_or_init(|| {
-        Command::new(loopgate_bin())
-            .args(["setup", "--help"])
-            .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--agent"))
-    })
 }
 
 /// The binary this `cargo test` built: the code under test, with no second (release) build.
