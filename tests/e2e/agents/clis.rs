@@ -161,8 +161,14 @@ fn reports_version(cli: Cli, bin: &Path) -> bool {
     if !bin.is_file() {
         return false;
     }
+    // A throwaway HOME: `codex --version` and `gemini --version` create dot-dirs in HOME.
+    let home = bin.ancestors().nth(3).unwrap_or(bin).join(".version-home");
+    let _ = fs::create_dir_all(&home);
     Command::new(bin)
         .arg("--version")
+        .env("HOME", &home)
+        .env_remove("CODEX_HOME")
+        .env_remove("COPILOT_HOME")
         .env("COPILOT_AUTO_UPDATE", "false")
         .env("NO_UPDATE_NOTIFIER", "1")
         .stdin(Stdio::null())
