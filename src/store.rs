@@ -290,32 +290,51 @@ impl Store {
 }
 
 /// The valid slot with the highest generation: (slot, generation, state), or why none is valid.
+///
+/// Only the two headers are read first; then only the newer slot's body (its announced length,
+/// not the whole slot) is read and decoded, and the older slot only when the newer one fails its
+/// checksum. A call's read costs the size of one state, not of two slots.
 fn read_slots(file: &File, len: u64) -> Result<(u64, u64, SessionState), String> {
-    let mut best: Option<(u64, u64, SessionState)> = None;
     let mut first_err = None;
+    let mut candidates: Vec<(u64, u64, usize)> = Vec::with_capacity(2);
     for slot in 0..2u64 {
         let start = slot * SLOT;
         if len <= start {
             break;
         }
-        let n = (len - start).min(SLOT) as usize;
-        let mut buf = vec![0u8; n];
-        if let Err(e) = file.read_exact_at(&mut buf, start) {
+        let room = (len - start).min(SLOT) as usize;
+        let mut head = [0u8; codec::HEADER];
+        let n = room.min(codec::HEADER);
+        if let Err(e) = file.read_exact_at(&mut head[..n], start) {
             first_err.get_or_insert(e.to_string());
             continue;
         }
-        match codec::decode(&buf) {
-            Ok((g, state)) => {
-                if best.as_ref().is_none_or(|(_, bg, _)| g > *bg) {
-                    best = Some((slot, g, state));
-                }
+        match codec::peek_header(&head[..n]) {
+            Ok((g, body)) if codec::HEADER + body <= room => candidates.push((g, slot, body)),
+            Ok(_) => {
+                first_err.get_or_insert(codec::Bad::Torn.to_string());
             }
             Err(e) => {
                 first_err.get_or_insert(e.to_string());
             }
         }
     }
-    best.ok_or_else(|| first_err.unwrap_or_else(|| "empty file".into()))
+    // Newest first: the older slot is a fallback for a torn newer write.
+    candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
+    for (_, slot, body) in candidates {
+        let mut buf = vec![0u8; codec::HEADER + body];
+        if let Err(e) = file.read_exact_at(&mut buf, slot * SLOT) {
+            first_err.get_or_insert(e.to_string());
+            continue;
+        }
+        match codec::decode(&buf) {
+            Ok((g, state)) => return Ok((slot, g, state)),
+            Err(e) => {
+                first_err.get_or_insert(e.to_string());
+            }
+        }
+    }
+    Err(first_err.unwrap_or_else(|| "empty file".into()))
 }
 
 fn quarantine(path: &Path, why: &str) -> Result<Quarantined> {
@@ -493,6 +512,30 @@ mod tests {
         saved(&store, 6);
         assert_eq!(calls(&store), Some(6));
         assert!(Store::peek(&path).is_some());
+    }
+
+    #[test]
+    fn a_header_announcing_more_than_its_slot_is_torn_and_the_other_slot_is_read() {
+        let (_d, store) = store();
+        saved(&store, 1);
+        saved(&store, 2);
+        saved(&store, 3);
+        // Generation 3 is in slot 0: make its header claim a body longer than the slot.
+        let path = lock(&store).state_path.clone();
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&(SLOT as u32).to_le_bytes(), 16).unwrap();
+        assert_eq!(
+            calls(&store),
+            Some(2),
+            "the older slot, not a read past the slot"
+        );
+        // Both headers lying: nothing valid, the file is moved aside.
+        f.write_all_at(&(SLOT as u32).to_le_bytes(), SLOT + 16)
+            .unwrap();
+        let l = lock(&store);
+        let (st, q) = store.load(&l).unwrap();
+        assert!(st.is_none());
+        assert!(q.expect("quarantined").why.contains("torn"));
     }
 
     #[test]
