@@ -5,6 +5,7 @@
 //! a manual command only where they mean something for it, and each manual command also takes
 //! the ones that apply to it after its name, where its `--help` lists them.
 
+use crate::dialect::Agent;
 use crate::payload::Event;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -47,6 +48,10 @@ pub struct Cli {
     /// Hooks: compute and log every decision, but deny, block and inject nothing [env: LOOPGATE_MODE=observe]
     #[arg(long)]
     pub observe: bool,
+
+    /// Hooks: the agent CLI that runs the hook [default: detected from the payload, else claude]
+    #[arg(long, value_enum, value_name = "CLI")]
+    pub agent: Option<Agent>,
 
     #[command(subcommand)]
     pub command: Command,
@@ -325,6 +330,7 @@ impl Cli {
             (self.state_dir.is_some(), state, "--state-dir"),
             (self.config.is_some(), config, "--config"),
             (self.observe, observe, "--observe"),
+            (self.agent.is_some(), false, "--agent"),
         ] {
             if given && !applies {
                 return Err(format!("{flag} does not apply to `loopgate {name}`"));

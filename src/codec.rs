@@ -138,6 +138,7 @@ mod tests {
                 attended: Some(false),
                 worktree: &crate::git::NoGit,
                 state_dir: None,
+                caps: crate::dialect::Agent::Claude.caps(),
             };
             handle(&mut s, &p, event, &ctx);
         }

@@ -5,6 +5,7 @@
 use crate::canon::{call_key, Digest16};
 use crate::config::{Config, Mode};
 use crate::detectors::{self, breaker, circular, guard, modification, progress, Call, View};
+pub use crate::dialect::Caps;
 use crate::git::{Stamp, Worktree};
 use crate::ledger::{Entry, Pending, Status, ToolClass, ABSENT};
 use crate::outcome::{self, ErrorClass, Interruption};
@@ -25,6 +26,8 @@ pub struct Ctx<'a> {
     pub worktree: &'a dyn Worktree,
     /// loopgate's own state directory, which the agent must not touch.
     pub state_dir: Option<&'a Path>,
+    /// What the agent CLI can and cannot do (Claude Code's unless another CLI runs the hook).
+    pub caps: Caps,
 }
 
 impl Ctx<'_> {
@@ -51,6 +54,12 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
         Event::UserPromptSubmit => user_prompt(state, p, ctx),
         Event::PreToolUse => {
             follow_turn(state, p, ctx, true);
+            if !ctx.caps.batch_event {
+                follow_model_turn(state, p);
+            }
+            if ctx.caps.silent_failures {
+                close_silent_failure(state, p, ctx);
+            }
             let (key, v) = pre_tool_use(state, p, ctx);
             subject = Some(key);
             v
@@ -90,6 +99,58 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
     verdicts
 }
 
+/// Where no batch event marks a model turn's end (every CLI but Claude Code), a call made after
+/// an answer, with nothing of the same model turn still running, starts the next model turn.
+fn follow_model_turn(state: &mut SessionState, p: &Payload) {
+    if p.agent() != MAIN_AGENT {
+        return;
+    }
+    let Some(agent) = state.agents.get(MAIN_AGENT) else {
+        return;
+    };
+    let Some(last) = agent.ledger.entries.back() else {
+        return;
+    };
+    let answered_since = agent
+        .ledger
+        .pending
+        .iter()
+        .all(|pd| pd.start_ms <= last.end_ms);
+    if last.turn == state.turn.number && last.batch == state.turn.batches && answered_since {
+        state.turn.batches += 1;
+    }
+}
+
+/// On a CLI that reports nothing for a call that failed before it ran (Codex), the same call made
+/// again while the earlier one is still unanswered means the earlier one failed: it is recorded
+/// as a failure, so a retried patch that never applies counts like any other repeated failure.
+fn close_silent_failure(state: &mut SessionState, p: &Payload, ctx: &Ctx) {
+    let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
+    let key = call_key(p.tool(), input);
+    let unanswered = state.agents.get(p.agent()).is_some_and(|a| {
+        a.ledger
+            .pending
+            .iter()
+            .any(|pd| pd.key == key && !pd.denied)
+    });
+    if !unanswered {
+        return;
+    }
+    let done = Finished {
+        agent: p.agent(),
+        tool: p.tool(),
+        input,
+        id: "",
+        cwd: p.cwd.as_deref(),
+        status: Status::Failed,
+        error: "the call got no result: the agent CLI reports nothing for a call that fails \
+                before it runs (a patch that does not apply, a command that cannot start)",
+        response: None,
+    };
+    // Its detectors speak at the next answer; this call is judged by the checks before a call.
+    let _ = finish(state, &done, ctx);
+}
+
 /// Stage 3 of the ladder: when a turn's interventions have not broken the loop, the next one goes
 /// to the human. Attended, a PreToolUse `ask` puts it in front of them; unattended, the looping
 /// call is denied and the turn's PostToolBatch ends the run (`decision: block` stops it at once,
@@ -107,7 +168,17 @@ fn ladder(
         return;
     }
     let unattended = ctx.attended == Some(false);
-    if let Some(reason) = state.turn.escalation.clone() {
+    if !ctx.caps.halt {
+        if state.turn.escalation.is_some() && event == Event::PreToolUse {
+            // A CLI that cannot end the run: the turn stays stopped by denying every call, the
+            // reason having been said once already.
+            verdicts.push(
+                Verdict::new(LADDER, Action::Deny, Severity::Critical, STANDING.into())
+                    .loop_warning(),
+            );
+            return;
+        }
+    } else if let Some(reason) = state.turn.escalation.clone() {
         let delivered = match (event, unattended) {
             (Event::PreToolUse, false) => Some(Action::Ask),
             (Event::PostToolBatch, true) => Some(Action::Halt),
@@ -142,6 +213,14 @@ fn ladder(
     state.turn.escalations += 1;
     state.totals.escalations += 1;
     let action = match (event, unattended) {
+        _ if !ctx.caps.halt => {
+            state.turn.escalation = Some(reason.clone());
+            if event == Event::PreToolUse {
+                Action::Deny
+            } else {
+                Action::Warn
+            }
+        }
         (Event::PreToolUse, false) => Action::Ask,
         (Event::PostToolBatch, true) => Action::Halt,
         (Event::PreToolUse, true) => {
@@ -163,6 +242,11 @@ fn ladder(
 }
 
 pub const LADDER: &str = "ladder";
+
+/// Every call after the ladder's last stage, on a CLI that cannot end the run.
+const STANDING: &str = "loopgate: tool calls stay paused for the rest of this turn: the loop was \
+    escalated (see the earlier loopgate message). Stop calling tools; tell the user what you tried \
+    and what blocks you.";
 
 /// A new prompt: the turn before it is judged first, then the prompt is refused while the circuit
 /// is OPEN (an outer loop's next iteration then costs nothing), otherwise a new turn starts.
@@ -393,10 +477,15 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
     // recognised as coming back, not as something new.
     if class.changes_files() {
         if let Some(path) = file_path(input, p.cwd.as_deref()) {
+            // Knowing more of the state the turn started from is not a change of it.
+            let at_start = state.world.id == state.turn.start_world;
             state.world.observe_before(
                 Digest16::of(path.as_os_str().as_encoded_bytes()),
                 content_digest(&path),
             );
+            if at_start {
+                state.turn.start_world = state.world.id;
+            }
         }
     }
     let now = ctx.now_ms;
@@ -1011,6 +1100,7 @@ mod tests {
             attended: None,
             worktree: &crate::git::NoGit,
             state_dir: None,
+            caps: crate::dialect::Agent::Claude.caps(),
         };
         let mut state = SessionState::new("s", 0);
         let long = "x".repeat(4000);

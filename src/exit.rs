@@ -4,6 +4,16 @@
 //! command line to the model. Deliberate blocks are JSON answers on exit 0.
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The exit code of [`Exit::FailOpen`]: 1, which every CLI but one reads as "the hook failed, go
+/// on". Copilot CLI reads 1 from a preToolUse hook as a denial, so its dialect sets 0.
+static FAIL_OPEN: AtomicU8 = AtomicU8::new(1);
+
+/// Sets the code a failure exits with, once the agent CLI is known (0 or 1; never 2).
+pub fn fail_open_with(code: u8) {
+    FAIL_OPEN.store(code.min(1), Ordering::Relaxed);
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -17,7 +27,7 @@ impl From<Exit> for ExitCode {
     fn from(e: Exit) -> ExitCode {
         match e {
             Exit::Ok => ExitCode::SUCCESS,
-            Exit::FailOpen => ExitCode::from(1),
+            Exit::FailOpen => ExitCode::from(FAIL_OPEN.load(Ordering::Relaxed)),
         }
     }
 }

@@ -3,16 +3,16 @@
 
 use crate::cli::Cli;
 use crate::config::{self, Mode};
+use crate::dialect::{Agent, Read};
 use crate::engine::{self, Ctx};
 use crate::events;
 use crate::exit::Exit;
 use crate::git::Git;
 use crate::payload::{clip, Event, Payload};
-use crate::render;
 use crate::state::SessionState;
 use crate::store::{LockBusy, Store};
 use crate::verdict::strongest;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -25,6 +25,9 @@ const MAX_INPUT: u64 = 64 << 20;
 const MAX_LOCK_WAIT_MS: u64 = 5000;
 
 pub fn run(cli: &Cli, expected: Event) -> Exit {
+    if let Some(agent) = cli.agent {
+        crate::exit::fail_open_with(agent.fail_open_code());
+    }
     // Streamed and compacted: a tool result of tens of megabytes is hashed, never held.
     let read = crate::payload::compact::read_compact(std::io::stdin().lock(), MAX_INPUT);
     if crate::config_sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
@@ -61,17 +64,23 @@ struct Done {
 }
 
 fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
-    let (payload, event) = Payload::parse(input)?;
-    if event != expected {
-        bail!(
-            "the {} hook got a {} payload; check the hook wiring in settings.json",
-            expected.name(),
-            event.name()
-        );
-    }
-    let project_dir = std::env::var_os("CLAUDE_PROJECT_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
+    let (agent, payload, event) = match crate::dialect::read(cli.agent, expected, input)? {
+        Read::Judge {
+            agent,
+            payload,
+            event,
+        } => (agent, *payload, event),
+        Read::Skip(agent) => {
+            crate::exit::fail_open_with(agent.fail_open_code());
+            return Ok(Done {
+                stdout: None,
+                problems: Vec::new(),
+                exit: Exit::Ok,
+            });
+        }
+    };
+    crate::exit::fail_open_with(agent.fail_open_code());
+    let project_dir = agent.project_dir();
     let loaded = config::load(&config::Sources::from_process(
         cli.config.as_deref(),
         cli.observe,
@@ -131,8 +140,10 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
             fresh()
         }
     };
-    let attended = std::env::var("CLAUDE_CODE_SESSION_ATTENDED")
-        .ok()
+    // Only Claude Code says whether a person is watching; for the others it is unknown.
+    let attended = (agent == Agent::Claude)
+        .then(|| std::env::var("CLAUDE_CODE_SESSION_ATTENDED").ok())
+        .flatten()
         .map(|v| v.trim() != "0");
     let ctx = Ctx {
         config: &cfg,
@@ -141,6 +152,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         attended,
         worktree: &Git,
         state_dir: Some(store.dir()),
+        caps: agent.caps(),
     };
     let mut verdicts = engine::handle(&mut state, &payload, event, &ctx);
     verdicts.iter_mut().for_each(crate::redact::mask_verdict);
@@ -173,7 +185,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     drop(lock);
     crate::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
     let answer = if enforced {
-        strongest(&verdicts).and_then(|v| render::answer(event, v))
+        strongest(&verdicts).and_then(|v| crate::dialect::answer(agent, event, expected, v))
     } else {
         None
     };

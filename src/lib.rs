@@ -12,6 +12,7 @@ pub mod codec;
 pub mod config;
 pub mod config_sources;
 pub mod detectors;
+pub mod dialect;
 pub mod engine;
 pub mod events;
 pub mod exit;
@@ -271,6 +272,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
     use cli::Command as C;
     let mut args = args.into_iter();
     let (mut state_dir, mut config, mut observe, mut command) = (None, None, false, None);
+    let mut agent = None;
     while let Some(arg) = args.next() {
         if command.is_some() {
             return None;
@@ -291,6 +293,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
             "--observe" if inline.is_none() => observe = true,
             "--state-dir" => state_dir = Some(value()?),
             "--config" => config = Some(value()?),
+            "--agent" => agent = Some(dialect::Agent::parse(value()?.to_str()?)?),
             _ if inline.is_some() || command.is_some() => return None,
             "pre-tool-use" => command = Some(C::PreToolUse),
             "post-tool-use" => command = Some(C::PostToolUse),
@@ -306,6 +309,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
         state_dir,
         config,
         observe,
+        agent,
         command: command?,
     })
 }
@@ -329,6 +333,8 @@ mod tests {
             &["--config", "/c", "post-tool-use-failure"],
             &["post-tool-batch"],
             &["subagent-stop"],
+            &["--agent", "codex", "pre-tool-use"],
+            &["--agent=gemini", "--observe", "stop"],
         ] {
             let h = hand(args).unwrap_or_else(|| panic!("{args:?} not parsed by hand"));
             let c = Cli::try_parse_from(std::iter::once("loopgate").chain(args.iter().copied()))
@@ -353,6 +359,8 @@ mod tests {
             &["user-prompt-submit", "--observe"],
             &["--bogus", "stop"],
             &["Stop"],
+            &["--agent", "nope", "stop"],
+            &["--agent", "", "stop"],
         ] {
             assert!(hand(args).is_none(), "{args:?} parsed by hand");
         }

@@ -93,6 +93,19 @@ pub struct Payload {
     pub prompt: Option<String>,
     #[serde(default, deserialize_with = "batch_calls")]
     pub tool_calls: Option<Vec<BatchCall>>,
+    /// Marks only other agent CLIs leave (see `dialect::detect`); never read otherwise.
+    #[serde(default)]
+    turn_id: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    tool_call_id: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    tool_result: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    stop_reason: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    parent_agent_id: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    timestamp: Option<serde::de::IgnoredAny>,
 }
 
 /// The batch's calls; entries that are not calls (such as the note [`compact`] leaves where it
@@ -115,6 +128,19 @@ impl Payload {
         }
         let p: Payload =
             serde_json::from_slice(bytes).context("hook input is not a valid hook JSON object")?;
+        p.checked()
+    }
+
+    /// A payload another agent CLI sent, already turned into Claude Code's shape by its dialect.
+    pub fn from_value(v: Value) -> Result<(Payload, Event)> {
+        let p: Payload =
+            serde_json::from_value(v).context("hook input is not a valid hook JSON object")?;
+        p.checked()
+    }
+
+    /// Checks the event has what it needs, and bounds the identifiers that land in the state.
+    fn checked(self) -> Result<(Payload, Event)> {
+        let p = self;
         let event = Event::parse(&p.hook_event_name).with_context(|| {
             format!("unknown hook_event_name {:?}", clip(&p.hook_event_name, 60))
         })?;
@@ -160,6 +186,20 @@ impl Payload {
             Some(id) if !id.is_empty() => id,
             _ => crate::state::MAIN_AGENT,
         }
+    }
+
+    /// A payload of another agent CLI that parsed as Claude Code's.
+    pub fn foreign_marks(&self) -> bool {
+        self.turn_id.is_some()
+            || self.tool_call_id.is_some()
+            || self.tool_result.is_some()
+            || self.stop_reason.is_some()
+            || self.parent_agent_id.is_some()
+            || self.timestamp.is_some()
+            || self
+                .prompt_id
+                .as_deref()
+                .is_some_and(|p| p.contains("########"))
     }
 
     pub fn tool(&self) -> &str {

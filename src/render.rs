@@ -6,13 +6,18 @@ use crate::payload::Event;
 use crate::verdict::{Action, Severity, Verdict};
 use serde_json::{json, Value};
 
-pub fn answer(event: Event, v: &Verdict) -> Option<String> {
-    let human = format!(
+/// The one grey line the person sees: detector, severity, the reason's first sentence.
+pub fn human_line(v: &Verdict) -> String {
+    format!(
         "loopgate [{} · {}]: {}",
         v.detector,
         v.severity.name(),
         headline(&v.reason)
-    );
+    )
+}
+
+pub fn answer(event: Event, v: &Verdict) -> Option<String> {
+    let human = human_line(v);
     let out: Value = match (event, v.action) {
         // A critical denial (an OPEN breaker, an escalation) is news for the human too.
         (Event::PreToolUse, Action::Deny) if v.severity == Severity::Critical => json!({

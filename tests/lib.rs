@@ -1,5 +1,6 @@
 mod big_inputs;
 mod common;
+mod dialects;
 mod e2e;
 mod faults;
 mod fuzz;

@@ -86,6 +86,7 @@ pub fn replay_group(main: &str, subagents: &[&str], name: &str, config: &Config)
             attended: Some(false),
             worktree: &LedgerOnly,
             state_dir: None,
+            caps: crate::dialect::Agent::Claude.caps(),
         };
         let state = states
             .entry(payload.session_id.clone())

@@ -1,0 +1,154 @@
+//! Output dialects: the deciding verdict in the shape each CLI obeys, per
+//! `../shared/agents/<cli>/hooks-observed.md`. Where a CLI cannot carry something (Gemini and Qwen
+//! drop a PreToolUse's context; nothing but Gemini halts a run mid-turn) the nearest thing it does
+//! obey is used, and never an answer that backfires: no `ask` (Gemini ends the run on it, Codex
+//! ignores it), no `allow` (it would skip the person's confirmation), no PostToolUse block (three
+//! of them replace the tool's output with it).
+
+use super::Agent;
+use crate::payload::Event;
+use crate::render;
+use crate::verdict::{Action, Verdict};
+use serde_json::{json, Value};
+
+/// The answer for `verdict` on `event`; `source` is the event as the CLI named it (the hook
+/// subcommand), which is what its `hookEventName` must say.
+pub fn answer(agent: Agent, event: Event, source: Event, v: &Verdict) -> Option<String> {
+    if agent == Agent::Claude {
+        return render::answer(event, v);
+    }
+    let reason = v.reason.as_str();
+    let human = render::human_line(v);
+    let stop_like = matches!(event, Event::Stop | Event::SubagentStop);
+    let out: Value = match (event, v.action) {
+        (_, Action::Warn | Action::Ask) if stop_like => return None,
+        (Event::PreToolUse, Action::Halt) if agent == Agent::Gemini => {
+            // Gemini ends the run on `continue: false`, before the tool runs (observed).
+            json!({"continue": false, "stopReason": reason, "systemMessage": human})
+        }
+        (Event::PreToolUse, Action::Deny | Action::Ask | Action::Halt) => {
+            deny(agent, reason, &human)
+        }
+        (Event::PreToolUse, Action::Warn) => context(agent, source, reason, &human),
+        (_, Action::Deny | Action::Halt) if stop_like => {
+            json!({"decision": "block", "reason": reason})
+        }
+        (Event::UserPromptSubmit, Action::Deny | Action::Halt) => {
+            json!({"decision": "block", "reason": reason})
+        }
+        (Event::PostToolUse | Event::PostToolUseFailure, Action::Halt)
+            if agent == Agent::Gemini =>
+        {
+            json!({"continue": false, "stopReason": reason, "systemMessage": human})
+        }
+        _ => context(agent, source, reason, &human),
+    };
+    Some(out.to_string())
+}
+
+fn deny(agent: Agent, reason: &str, human: &str) -> Value {
+    match agent {
+        // Gemini ignores Claude's shape and the tool runs (observed); the systemMessage is
+        // printed for the person.
+        Agent::Gemini => json!({"decision": "deny", "reason": reason, "systemMessage": human}),
+        // Copilot's native dialect obeys only the top-level shape.
+        Agent::Copilot => json!({"permissionDecision": "deny", "permissionDecisionReason": reason}),
+        _ => json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }}),
+    }
+}
+
+/// Guidance for the model with the call going ahead.
+fn context(agent: Agent, source: Event, reason: &str, human: &str) -> Value {
+    match agent {
+        // Top-level only (observed); its `hookSpecificOutput.additionalContext` is ignored.
+        Agent::Copilot => json!({"additionalContext": reason}),
+        Agent::Gemini => json!({
+            "hookSpecificOutput": {"hookEventName": gemini_name(source), "additionalContext": reason},
+            "systemMessage": human,
+        }),
+        _ => json!({"hookSpecificOutput": {
+            "hookEventName": source.name(),
+            "additionalContext": reason,
+        }}),
+    }
+}
+
+fn gemini_name(e: Event) -> &'static str {
+    match e {
+        Event::PreToolUse => "BeforeTool",
+        Event::PostToolUse | Event::PostToolUseFailure => "AfterTool",
+        Event::Stop | Event::SubagentStop => "AfterAgent",
+        Event::UserPromptSubmit => "BeforeAgent",
+        Event::PostToolBatch => "AfterTool",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::Severity;
+
+    fn v(action: Action) -> Verdict {
+        Verdict::new(
+            "repeat",
+            action,
+            Severity::Low,
+            "loopgate: seen it. Do else.".into(),
+        )
+    }
+
+    fn out(agent: Agent, event: Event, action: Action) -> Option<Value> {
+        answer(agent, event, event, &v(action)).map(|s| serde_json::from_str(&s).unwrap())
+    }
+
+    #[test]
+    fn each_cli_gets_the_deny_shape_it_obeys() {
+        let pre = Event::PreToolUse;
+        assert_eq!(
+            out(Agent::Gemini, pre, Action::Deny).unwrap()["decision"],
+            "deny"
+        );
+        assert_eq!(
+            out(Agent::Copilot, pre, Action::Deny).unwrap(),
+            json!({"permissionDecision": "deny", "permissionDecisionReason": "loopgate: seen it. Do else."})
+        );
+        for agent in [Agent::Codex, Agent::Qwen] {
+            let o = out(agent, pre, Action::Ask).unwrap();
+            assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "deny");
+        }
+        // Only Gemini can halt before the tool; elsewhere a halt is a denial.
+        assert_eq!(
+            out(Agent::Gemini, pre, Action::Halt).unwrap()["continue"],
+            false
+        );
+        assert_eq!(
+            out(Agent::Codex, pre, Action::Halt).unwrap()["hookSpecificOutput"]
+                ["permissionDecision"],
+            "deny"
+        );
+    }
+
+    #[test]
+    fn stop_blocks_and_warnings() {
+        for agent in [Agent::Codex, Agent::Gemini, Agent::Qwen, Agent::Copilot] {
+            assert_eq!(
+                out(agent, Event::Stop, Action::Deny).unwrap(),
+                json!({"decision": "block", "reason": "loopgate: seen it. Do else."})
+            );
+            assert!(out(agent, Event::Stop, Action::Warn).is_none());
+        }
+        assert_eq!(
+            out(Agent::Copilot, Event::PostToolUse, Action::Warn).unwrap(),
+            json!({"additionalContext": "loopgate: seen it. Do else."})
+        );
+        assert_eq!(
+            out(Agent::Gemini, Event::PostToolUseFailure, Action::Warn).unwrap()
+                ["hookSpecificOutput"]["hookEventName"],
+            "AfterTool"
+        );
+    }
+}

@@ -1,0 +1,413 @@
+//! Other agent CLIs' hook payloads, as captured from the real CLIs (`tests/fixtures/agents/`,
+//! copied from `../shared/agents/*/fixtures/`), through the real binary: every one is read (with
+//! `--agent` and by detection alike), and each CLI gets its loops broken in the answer shape it
+//! obeys.
+
+use crate::common::{Env, Out};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+const CLIS: [&str; 4] = ["codex", "gemini", "qwen", "copilot"];
+
+fn fixtures(cli: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(cli))
+        .unwrap()
+        .flat_map(|version| std::fs::read_dir(version.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// The hook subcommand `setup --agent` wires to a CLI's event, `None` for events loopgate does not
+/// listen to.
+fn subcommand(cli: &str, event: &str) -> Option<&'static str> {
+    Some(match (cli, event) {
+        (_, "PreToolUse" | "BeforeTool" | "preToolUse") => "pre-tool-use",
+        (_, "PostToolUse" | "AfterTool" | "postToolUse") => "post-tool-use",
+        (_, "PostToolUseFailure" | "postToolUseFailure") => "post-tool-use-failure",
+        (_, "Stop" | "AfterAgent" | "agentStop") => "stop",
+        (_, "SubagentStop" | "subagentStop") => "subagent-stop",
+        (_, "UserPromptSubmit" | "BeforeAgent" | "userPromptSubmitted") => "user-prompt-submit",
+        _ => return None,
+    })
+}
+
+/// `basic-05-PostToolUse-Bash.json` → (`basic`, `PostToolUse`).
+fn run_and_event(file: &Path) -> (String, String) {
+    let name = file.file_stem().unwrap().to_str().unwrap();
+    let parts: Vec<&str> = name.split('-').collect();
+    (parts[0].to_string(), parts[2].to_string())
+}
+
+fn feed(env: &Env, cli: Option<&str>, sub: &str, payload: &[u8]) -> Out {
+    let mut args = Vec::new();
+    if let Some(c) = cli {
+        args.extend(["--agent", c]);
+    }
+    args.push(sub);
+    env.run(&args, payload)
+}
+
+fn session_totals(env: &Env) -> Vec<Value> {
+    let v = env.status();
+    let mut sessions: Vec<Value> = v
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| json!({"session": s["session"], "totals": s["totals"], "turn": s["turn"]["number"]}))
+        .collect();
+    sessions.sort_by_key(|s| s["session"].to_string());
+    sessions
+}
+
+#[test]
+fn every_captured_payload_is_read_with_the_flag_and_by_detection_alike() {
+    for cli in CLIS {
+        let flagged = Env::new();
+        let detected = Env::new();
+        let mut judged = 0;
+        for file in fixtures(cli) {
+            let (_, event) = run_and_event(&file);
+            let Some(sub) = subcommand(cli, &event) else {
+                continue;
+            };
+            let payload = std::fs::read(&file).unwrap();
+            for (env, flag) in [(&flagged, Some(cli)), (&detected, None)] {
+                let out = feed(env, flag, sub, &payload);
+                assert_eq!(
+                    (out.code, out.stderr.as_str()),
+                    (0, ""),
+                    "{cli} {} ({flag:?})",
+                    file.display()
+                );
+                assert!(
+                    out.stdout.is_empty() || out.json().is_object(),
+                    "{}: {}",
+                    file.display(),
+                    out.stdout
+                );
+            }
+            judged += 1;
+        }
+        assert!(judged >= 20, "{cli}: only {judged} fixtures judged");
+        let totals = session_totals(&flagged);
+        assert!(!totals.is_empty(), "{cli}: no session recorded");
+        assert_eq!(
+            totals,
+            session_totals(&detected),
+            "{cli}: detection reads the payloads as the flag does"
+        );
+    }
+}
+
+/// The captured failing shell call of each CLI, (PreToolUse, answer event, subcommand, answer).
+fn failing_shell(cli: &str) -> (Value, Value, &'static str) {
+    let read = |name: &str| -> Value {
+        let file = fixtures(cli)
+            .into_iter()
+            .find(|f| f.file_name().unwrap().to_str().unwrap() == name)
+            .unwrap_or_else(|| panic!("{cli}: no fixture {name}"));
+        serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap()
+    };
+    match cli {
+        // Codex reports no exit code; a command the shell cannot find is unambiguous text.
+        "codex" => {
+            let mut pre = read("basic-05-PreToolUse-Bash.json");
+            let mut post = read("basic-06-PostToolUse-Bash.json");
+            pre["tool_input"]["command"] = json!("nosuchtool --check");
+            post["tool_input"]["command"] = json!("nosuchtool --check");
+            post["tool_response"] = json!("bash: line 1: nosuchtool: command not found\n");
+            (pre, post, "post-tool-use")
+        }
+        "gemini" => (
+            read("basic-07-BeforeTool-run_shell_command.json"),
+            read("basic-08-AfterTool-run_shell_command.json"),
+            "post-tool-use",
+        ),
+        "qwen" => (
+            read("basic-07-PreToolUse-run_shell_command.json"),
+            read("basic-08-PostToolUseFailure-run_shell_command.json"),
+            "post-tool-use-failure",
+        ),
+        "copilot" => (
+            read("basic-06-preToolUse-bash.json"),
+            read("basic-08-postToolUse-bash.json"),
+            "post-tool-use",
+        ),
+        _ => unreachable!(),
+    }
+}
+
+/// The reason a CLI's denial carries, from the shape that CLI obeys (hooks-observed.md §4).
+fn denial_reason(cli: &str, out: &Out) -> Option<String> {
+    if out.stdout.is_empty() {
+        return None;
+    }
+    let v = out.json();
+    let reason = match cli {
+        "gemini" => {
+            assert!(v.get("hookSpecificOutput").is_none(), "{v}");
+            (v["decision"] == "deny").then(|| v["reason"].clone())
+        }
+        "copilot" => {
+            assert!(v.get("hookSpecificOutput").is_none(), "{v}");
+            (v["permissionDecision"] == "deny").then(|| v["permissionDecisionReason"].clone())
+        }
+        _ => (v["hookSpecificOutput"]["permissionDecision"] == "deny")
+            .then(|| v["hookSpecificOutput"]["permissionDecisionReason"].clone()),
+    };
+    reason.map(|r| r.as_str().unwrap().to_string())
+}
+
+#[test]
+fn a_repeated_failing_shell_call_is_denied_in_each_clis_shape_before_its_own_guard() {
+    for cli in CLIS {
+        let env = Env::new();
+        let (pre, post, post_sub) = failing_shell(cli);
+        let pre = pre.to_string();
+        let post = post.to_string();
+        let mut denied_at = None;
+        // Gemini and Qwen intercept the 5th identical call themselves: loopgate must act first.
+        for call in 1..=4 {
+            let out = feed(&env, Some(cli), "pre-tool-use", pre.as_bytes());
+            assert_eq!(out.code, 0, "{cli}: {}", out.stderr);
+            if let Some(reason) = denial_reason(cli, &out) {
+                assert!(reason.contains("loopgate"), "{cli}: {reason}");
+                denied_at = Some(call);
+                break;
+            }
+            let out = feed(&env, Some(cli), post_sub, post.as_bytes());
+            assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{cli}");
+        }
+        let at = denied_at.unwrap_or_else(|| panic!("{cli}: never denied in 4 calls"));
+        assert!(at >= 2, "{cli}: denied at call {at}");
+    }
+}
+
+#[test]
+fn a_read_only_session_is_never_answered() {
+    for cli in CLIS {
+        let env = Env::new();
+        for file in fixtures(cli) {
+            let (run, event) = run_and_event(&file);
+            if run != "par_shell" {
+                continue;
+            }
+            let Some(sub) = subcommand(cli, &event) else {
+                continue;
+            };
+            let out = feed(&env, Some(cli), sub, &std::fs::read(&file).unwrap());
+            assert!(
+                out.is_silent_allow(),
+                "{cli} {}: {}",
+                file.display(),
+                out.stdout
+            );
+        }
+    }
+}
+
+#[test]
+fn copilot_fails_open_with_exit_zero_because_exit_one_denies_there() {
+    let env = Env::new();
+    for args in [
+        &["--agent", "copilot", "pre-tool-use"][..],
+        &["--agent", "codex", "pre-tool-use"][..],
+    ] {
+        let out = env.run(args, b"{not json");
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(out.stdout.is_empty());
+        let want = if args[1] == "copilot" { 0 } else { 1 };
+        assert_eq!(out.code, want, "{args:?}");
+    }
+}
+
+#[test]
+fn a_stop_block_re_fired_as_a_prompt_is_no_new_turn() {
+    // Gemini, Qwen and Copilot send loopgate's own Stop reason back as the next prompt; a new turn
+    // there would reset the Stop budget and let the block repeat without end on Gemini.
+    let env = Env::new();
+    let base = |event: &str, extra: Value| {
+        let mut v = json!({"session_id": "g1", "cwd": env.project, "hook_event_name": event});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v.to_string()
+    };
+    let prompt = base("BeforeAgent", json!({"prompt": "fix it"}));
+    assert!(feed(
+        &env,
+        Some("gemini"),
+        "user-prompt-submit",
+        prompt.as_bytes()
+    )
+    .is_silent_allow());
+    let turns = |env: &Env| env.status()[0]["turn"]["number"].clone();
+    let before = turns(&env);
+    let again = base(
+        "BeforeAgent",
+        json!({"prompt": "loopgate: nothing under the project has changed since this task began"}),
+    );
+    assert!(feed(&env, Some("gemini"), "user-prompt-submit", again.as_bytes()).is_silent_allow());
+    assert_eq!(turns(&env), before);
+}
+
+/// A Gemini payload for this test's session.
+fn gemini(env: &Env, event: &str, extra: Value) -> String {
+    let mut v = json!({"session_id": "g2", "cwd": env.project, "hook_event_name": event,
+                       "timestamp": "2026-11-23T00:35:42.831Z"});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v.to_string()
+}
+
+#[test]
+fn gemini_stop_blocks_are_bounded_by_loopgate_because_gemini_has_no_cap() {
+    let env = Env::new().git().var("LOOPGATE_PROGRESS__WHEN", "always");
+    let g = |event: &str, extra: Value| gemini(&env, event, extra);
+    let prompt = g("BeforeAgent", json!({"prompt": "fix the readme"}));
+    assert!(feed(
+        &env,
+        Some("gemini"),
+        "user-prompt-submit",
+        prompt.as_bytes()
+    )
+    .is_silent_allow());
+    let input = json!({"file_path": env.project.join("README.md"), "instruction": "x",
+                       "old_string": "this text is not there", "new_string": "x"});
+    let before = g(
+        "BeforeTool",
+        json!({"tool_name": "replace", "tool_input": input}),
+    );
+    let after = g(
+        "AfterTool",
+        json!({"tool_name": "replace", "tool_input": input, "tool_response": {
+            "llmContent": "Could not find an exact match for 'old_string'",
+            "error": {"message": "Could not find an exact match for 'old_string'", "type": "edit_no_occurrence_found"}}}),
+    );
+    feed(&env, Some("gemini"), "pre-tool-use", before.as_bytes());
+    feed(&env, Some("gemini"), "post-tool-use", after.as_bytes());
+    // Gemini continues after every block with the reason as a new prompt (observed), for ever.
+    let mut blocks = 0;
+    for round in 0..6 {
+        let stop = g(
+            "AfterAgent",
+            json!({"prompt": "fix the readme", "prompt_response": "Done.", "stop_hook_active": round > 0}),
+        );
+        let out = feed(&env, Some("gemini"), "stop", stop.as_bytes());
+        assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+        if out.stdout.is_empty() {
+            break;
+        }
+        let v = out.json();
+        assert_eq!(v["decision"], "block", "{v}");
+        let reason = v["reason"].as_str().unwrap().to_string();
+        assert!(reason.starts_with("loopgate:"), "{reason}");
+        blocks += 1;
+        let again = g("BeforeAgent", json!({"prompt": reason}));
+        assert!(
+            feed(&env, Some("gemini"), "user-prompt-submit", again.as_bytes()).is_silent_allow()
+        );
+    }
+    assert!(
+        (1..=2).contains(&blocks),
+        "{blocks} Stop blocks; {}",
+        env.status()[0]["turn"]
+    );
+}
+
+#[test]
+fn a_codex_patch_that_never_applies_is_a_repeated_failure_though_codex_reports_nothing() {
+    // Codex fires only PreToolUse for a patch whose context does not match (observed).
+    let env = Env::new();
+    let pre = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/agents/codex/0.169.0/edge_calls-03-PreToolUse-apply_patch.json"),
+    )
+    .unwrap();
+    let mut denied = None;
+    for call in 1..=5 {
+        let out = feed(&env, Some("codex"), "pre-tool-use", pre.as_bytes());
+        if let Some(reason) = denial_reason("codex", &out) {
+            denied = Some((call, reason));
+            break;
+        }
+    }
+    let (call, reason) = denied.expect("a patch retried unchanged five times was never denied");
+    assert!((3..=4).contains(&call), "denied at call {call}");
+    assert!(reason.contains("loopgate"), "{reason}");
+    assert!(env.status()[0]["totals"]["failures"].as_u64().unwrap() >= 2);
+}
+
+#[test]
+fn where_no_cli_can_halt_the_ladder_ends_in_a_standing_denial_said_once() {
+    // Codex has no way to end a run mid-turn (observed): after the last stage every call of the
+    // turn is refused, a new one too, and the full reason is given once.
+    let env = Env::new();
+    let call = |event: &str, cmd: &str, id: &str, extra: Value| {
+        let mut v = json!({"session_id": "c1", "turn_id": "t1", "cwd": env.project,
+                           "hook_event_name": event, "tool_name": "Bash",
+                           "tool_input": {"command": cmd}, "tool_use_id": id});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v.to_string()
+    };
+    let mut reasons = Vec::new();
+    for round in 0..6 {
+        for cmd in ["aaa", "bbb"] {
+            let id = format!("{cmd}{round}");
+            let out = feed(
+                &env,
+                Some("codex"),
+                "pre-tool-use",
+                call("PreToolUse", cmd, &id, json!({})).as_bytes(),
+            );
+            match denial_reason("codex", &out) {
+                Some(r) => reasons.push(r),
+                None => {
+                    let answer =
+                        json!({"tool_response": format!("bash: {cmd}: command not found\n")});
+                    feed(
+                        &env,
+                        Some("codex"),
+                        "post-tool-use",
+                        call("PostToolUse", cmd, &id, answer).as_bytes(),
+                    );
+                }
+            }
+        }
+    }
+    let fresh = feed(
+        &env,
+        Some("codex"),
+        "pre-tool-use",
+        call("PreToolUse", "ls", "new", json!({})).as_bytes(),
+    );
+    let last = denial_reason("codex", &fresh).expect("a new call after the last stage is refused");
+    assert!(
+        last.contains("stay paused for the rest of this turn"),
+        "{last}"
+    );
+    let escalations: Vec<_> = reasons
+        .iter()
+        .filter(|r| r.contains("interventions in this turn"))
+        .collect();
+    assert_eq!(escalations.len(), 1, "{reasons:#?}");
+    // A new prompt is a new turn: the standing denial is over.
+    let prompt = json!({"session_id": "c1", "turn_id": "t2", "cwd": env.project,
+                        "hook_event_name": "UserPromptSubmit", "prompt": "try another way"});
+    feed(
+        &env,
+        Some("codex"),
+        "user-prompt-submit",
+        prompt.to_string().as_bytes(),
+    );
+    let mut next = call("PreToolUse", "ls", "new2", json!({}));
+    next = next.replace("\"t1\"", "\"t2\"");
+    assert!(feed(&env, Some("codex"), "pre-tool-use", next.as_bytes()).is_silent_allow());
+}
