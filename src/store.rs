@@ -80,17 +80,24 @@ impl Store {
     /// state there could be swapped under us.
     pub fn open(dir: &Path) -> Result<Store> {
         let sessions = dir.join("sessions");
-        match fs::symlink_metadata(&sessions) {
-            Ok(m) if m.file_type().is_dir() => {}
+        // The common case (both exist) costs two `stat`s: `sessions`' own is reused below.
+        let sessions_meta = match fs::symlink_metadata(&sessions) {
+            Ok(m) if m.file_type().is_dir() => m,
             Ok(_) => bail!("{} is not a directory", sessions.display()),
             Err(_) => {
                 create_private_dir(dir)?;
                 create_private_dir(&sessions)?;
+                fs::symlink_metadata(&sessions)
+                    .with_context(|| format!("cannot stat {}", sessions.display()))?
             }
+        };
+        if !sessions_meta.file_type().is_dir() {
+            bail!("{} is not a directory", sessions.display());
         }
-        let uid = own_uid()?;
-        for d in [dir, sessions.as_path()] {
-            let m = fs::metadata(d).with_context(|| format!("cannot stat {}", d.display()))?;
+        let uid = own_uid();
+        let dir_meta =
+            fs::metadata(dir).with_context(|| format!("cannot stat {}", dir.display()))?;
+        for (d, m) in [(dir, dir_meta), (sessions.as_path(), sessions_meta)] {
             if m.uid() != uid {
                 bail!(
                     "state dir {} belongs to uid {}, not to us",
@@ -126,7 +133,7 @@ impl Store {
         if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
             return Some(PathBuf::from(run).join("loopgate"));
         }
-        Some(std::env::temp_dir().join(format!("loopgate-{}", own_uid().ok()?)))
+        Some(std::env::temp_dir().join(format!("loopgate-{}", own_uid())))
     }
 
     /// Session ids are untrusted: the file name is a hash, so no id can name a path.
@@ -351,11 +358,9 @@ fn quarantine(path: &Path, why: &str) -> Result<Quarantined> {
     })
 }
 
-/// Our effective uid, read from `/proc/self` (no `unsafe` for `geteuid`).
-fn own_uid() -> Result<u32> {
-    Ok(fs::metadata("/proc/self")
-        .context("cannot stat /proc/self to learn our uid")?
-        .uid())
+/// Our effective uid (`geteuid`, through rustix: no `unsafe`, no `/proc` lookup).
+fn own_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
 }
 
 /// Takes an exclusive lock on `file`, giving up after `timeout`: a wedged peer must never hang
@@ -620,7 +625,7 @@ mod tests {
         fs::write(dir.join("sessions"), "").unwrap();
         assert!(Store::open(&dir).is_err());
         // Owned by root when we are not root (skipped when the tests run as root).
-        if own_uid().unwrap() != 0 {
+        if own_uid() != 0 {
             assert!(Store::open(Path::new("/")).is_err());
         }
     }
