@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Build loopgate, install the binary, and wire its hooks into Claude Code's settings.
+# Build loopgate, install the binary, and wire its hooks into Claude Code's settings (or, with
+# --agent, into the hook files of the agent CLIs named).
 # Run it again to update; run it with --uninstall to undo. See --help.
 set -euo pipefail
 
 usage() {
     cat <<'EOF'
-Usage: ./install.sh [--observe] [--uninstall] [--restore] [--help]
+Usage: ./install.sh [--agent CLI[,CLI...]]... [--observe] [--uninstall] [--restore] [--help]
 
 Builds loopgate (static `cargo build-static` on x86_64 Linux, else `cargo build --release`), copies the binary into a bin directory and adds
 loopgate's hooks to Claude Code's user settings, keeping every other setting and hook.
@@ -14,9 +15,14 @@ The settings file's previous contents are saved beside it as <file>.loopgate-bak
 Safe to run again: it updates the binary and the hook entries in place.
 
 Options:
+  --agent CLIS Wire these agent CLIs instead of Claude Code alone: claude, codex, gemini,
+               qwen, copilot; a comma list, or the option given again (--agent codex,gemini
+               or --agent codex --agent gemini). Each is `loopgate setup --agent CLI` on its
+               default file. With --uninstall: remove only these CLIs' hooks, keep the binary
   --observe    Install the hooks in observe mode: loopgate logs what it would do but never
                denies, blocks or injects anything
-  --uninstall  Remove loopgate's hook entries, then the installed binary
+  --uninstall  Remove loopgate's hook entries (from every agent CLI's default file when
+               --agent is not given), then the installed binary
                (loopgate's state and config are left in place)
   --restore    Put the settings file back as it was before the last change
                (loopgate setup --restore; run it twice to undo it)
@@ -25,7 +31,8 @@ Options:
 Environment:
   LOOPGATE_BIN_DIR  Where to put the binary. Default: ~/.local/bin if it is on PATH, else
                     ${CARGO_HOME:-~/.cargo}/bin if that is on PATH, else ~/.local/bin
-  CLAUDE_SETTINGS   Settings file to edit. Default: ~/.claude/settings.json
+  CLAUDE_SETTINGS   Claude Code settings file to edit. Default: ~/.claude/settings.json
+  CODEX_HOME, COPILOT_HOME  Honoured as Codex CLI and Copilot CLI honour them
   CARGO_HOME, CARGO_TARGET_DIR  Honoured as cargo honours them
 EOF
 }
@@ -38,8 +45,28 @@ die() {
 observe=0
 uninstall=0
 restore=0
-for arg in "$@"; do
+agents=()
+add_agents() {
+    local list=$1 name
+    [ -n "$list" ] || die "--agent needs a CLI name (claude, codex, gemini, qwen, copilot)"
+    local IFS=,
+    for name in $list; do
+        case $name in
+            claude | codex | gemini | qwen | copilot) agents+=("$name") ;;
+            *) die "--agent: unknown CLI '$name' (claude, codex, gemini, qwen, copilot)" ;;
+        esac
+    done
+}
+while [ $# -gt 0 ]; do
+    arg=$1
+    shift
     case $arg in
+        --agent)
+            [ $# -gt 0 ] || die "--agent needs a CLI name (claude, codex, gemini, qwen, copilot)"
+            add_agents "$1"
+            shift
+            ;;
+        --agent=*) add_agents "${arg#--agent=}" ;;
         --observe) observe=1 ;;
         --uninstall) uninstall=1 ;;
         --restore) restore=1 ;;
@@ -128,6 +155,15 @@ build() {
     [ -x "$built" ] || die "the build finished but $built is missing"
 }
 
+# `setup` arguments for one agent CLI: Claude Code's settings file is $settings.
+setup_for() {
+    if [ "$1" = claude ]; then
+        printf '%s\n' --settings "$settings"
+    else
+        printf '%s\n' --agent "$1"
+    fi
+}
+
 # Any loopgate binary can edit the settings; prefer the installed one (no build needed).
 find_runner() {
     if [ -x "$bin" ]; then
@@ -142,13 +178,29 @@ find_runner() {
 
 if [ "$restore" = 1 ]; then
     find_runner
-    "$runner" setup --restore --settings "$settings"
+    [ ${#agents[@]} -gt 0 ] || agents=(claude)
+    for agent in "${agents[@]}"; do
+        mapfile -t args < <(setup_for "$agent")
+        "$runner" setup --restore "${args[@]}"
+    done
     exit 0
 fi
 
 if [ "$uninstall" = 1 ]; then
     find_runner
+    if [ ${#agents[@]} -gt 0 ]; then
+        printf '\nloopgate hooks removed (the binary stays: other CLIs may still use it)\n'
+        for agent in "${agents[@]}"; do
+            mapfile -t args < <(setup_for "$agent")
+            printf '  %-8s %s\n' "$agent:" "$("$runner" setup --uninstall "${args[@]}")"
+        done
+        exit 0
+    fi
     summary=$("$runner" setup --uninstall --settings "$settings")
+    others=()
+    for agent in codex gemini qwen copilot; do
+        others+=("$agent: $("$runner" setup --uninstall --agent "$agent")")
+    done
     if [ -e "$bin" ]; then
         rm -f "$bin"
         removed="removed $bin"
@@ -157,6 +209,9 @@ if [ "$uninstall" = 1 ]; then
     fi
     printf '\nloopgate uninstalled\n'
     printf '  hooks:   %s\n' "$summary"
+    for line in "${others[@]}"; do
+        printf '           %s\n' "$line"
+    done
     printf '  binary:  %s\n' "$removed"
     printf "  kept:    loopgate's state and config (delete them by hand if you want them gone)\n"
     if other=$(command -v loopgate 2>/dev/null); then
@@ -180,17 +235,36 @@ else
     binary_state="installed"
 fi
 
-setup_args=(setup --bin "$bin" --settings "$settings")
-[ "$observe" = 1 ] && setup_args+=(--observe)
-summary=$("$bin" "${setup_args[@]}")
+[ ${#agents[@]} -gt 0 ] || agents=(claude)
+summaries=()
+for agent in "${agents[@]}"; do
+    mapfile -t args < <(setup_for "$agent")
+    setup_args=(setup --bin "$bin" "${args[@]}")
+    [ "$observe" = 1 ] && setup_args+=(--observe)
+    summaries+=("$("$bin" "${setup_args[@]}")")
+done
 
 printf '\nloopgate installed\n'
 printf '  binary:  %s (%s)\n' "$bin" "$binary_state"
-printf '  hooks:   %s\n' "$summary"
+if [ "${agents[*]}" = claude ]; then
+    printf '  hooks:   %s\n' "${summaries[0]}"
+else
+    printf '  hooks:\n'
+    for i in "${!agents[@]}"; do
+        printf '    %-8s %s\n' "${agents[$i]}:" "${summaries[$i]//$'\n'/$'\n             '}"
+    done
+fi
 if [ "$observe" = 1 ]; then
     printf '  mode:    observe (logs decisions, never blocks; run ./install.sh without --observe to enforce)\n'
 fi
-printf '  undo:    %s/install.sh --uninstall\n' "$repo"
+if [ "${agents[*]}" = claude ]; then
+    printf '  undo:    %s/install.sh --uninstall\n' "$repo"
+else
+    printf '  undo:    %s/install.sh --uninstall --agent %s\n' "$repo" "$(
+        IFS=,
+        printf '%s' "${agents[*]}"
+    )"
+fi
 if ! on_path "$bin_dir"; then
     printf '\n%s is not on your PATH. The hooks call the binary by its full path, but to run\n' "$bin_dir"
     printf "loopgate yourself add this line to your shell's startup file:\n"

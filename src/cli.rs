@@ -222,12 +222,16 @@ pub enum Command {
         #[arg(long)]
         blocks_only: bool,
     },
-    /// Wire loopgate's hooks into a Claude Code settings file (used by install.sh)
+    /// Wire loopgate's hooks into a Claude Code settings file, or another agent CLI's hook file (used by install.sh)
     #[command(
-        after_help = "Examples:\n  loopgate setup                       wire the hooks into ~/.claude/settings.json\n  loopgate setup --observe             the same, in observe mode\n  loopgate setup --uninstall           remove loopgate's hooks, nothing else\n  loopgate setup --restore             put back the settings as they were before the last change"
+        after_help = "Examples:\n  loopgate setup                       wire the hooks into ~/.claude/settings.json\n  loopgate setup --observe             the same, in observe mode\n  loopgate setup --uninstall           remove loopgate's hooks, nothing else\n  loopgate setup --restore             put back the settings as they were before the last change\n  loopgate setup --agent codex         wire Codex CLI (~/.codex/hooks.json, and trust the hooks)"
     )]
     Setup {
-        /// Settings file [default: ~/.claude/settings.json]
+        /// The agent CLI to wire: claude, codex, gemini, qwen or copilot [default: claude]
+        #[arg(long, value_enum, value_name = "CLI")]
+        agent: Option<Agent>,
+        /// The hook file to edit [default: ~/.claude/settings.json; for --agent: $CODEX_HOME/hooks.json,
+        /// ~/.gemini/settings.json, ~/.qwen/settings.json, $COPILOT_HOME/hooks/loopgate.json]
         #[arg(long, value_name = "FILE")]
         settings: Option<PathBuf>,
         /// Path of the loopgate binary the hooks call [default: this executable]
@@ -333,6 +337,9 @@ impl Cli {
             (self.agent.is_some(), false, "--agent"),
         ] {
             if given && !applies {
+                if flag == "--agent" && name == "setup" {
+                    return Err("--agent goes after `setup`: `loopgate setup --agent <cli>`".into());
+                }
                 return Err(format!("{flag} does not apply to `loopgate {name}`"));
             }
         }

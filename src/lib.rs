@@ -158,6 +158,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             json,
         } => cmd::reset::run(&open(state)?, session.as_deref(), *all, timeout, *json)?,
         Command::Setup {
+            agent,
             settings,
             bin,
             observe,
@@ -167,6 +168,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             managed,
             managed_dir,
         } => cmd::setup::run(&cmd::setup::Options {
+            agent: agent.unwrap_or(dialect::Agent::Claude),
             settings: settings.as_deref(),
             bin: bin.as_deref(),
             observe: cli.observe || *observe,
@@ -223,6 +225,11 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
                 project,
                 home: paths::home_dir(),
                 managed_dir: paths::claude_managed_dir(),
+                agents: dialect::Agent::ALL
+                    .into_iter()
+                    .filter(|&a| a != dialect::Agent::Claude)
+                    .filter_map(|a| Some((a, paths::agent_config_dir(a)?)))
+                    .collect(),
                 path_var: std::env::var_os("PATH"),
             };
             return cmd::doctor::run(&inputs, *json);

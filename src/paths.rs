@@ -55,6 +55,39 @@ pub fn claude_user_settings() -> Option<PathBuf> {
     home_dir().map(|h| h.join(".claude").join("settings.json"))
 }
 
+/// An agent CLI's home for its user configuration: `$CODEX_HOME` (else `~/.codex`),
+/// `~/.gemini`, `~/.qwen`, `$COPILOT_HOME` (else `~/.copilot`), `~/.claude`.
+pub fn agent_config_dir(agent: crate::dialect::Agent) -> Option<PathBuf> {
+    use crate::dialect::Agent;
+    let from_env = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let (var, dir) = match agent {
+        Agent::Claude => (None, ".claude"),
+        Agent::Codex => (Some("CODEX_HOME"), ".codex"),
+        Agent::Gemini => (None, ".gemini"),
+        Agent::Qwen => (None, ".qwen"),
+        Agent::Copilot => (Some("COPILOT_HOME"), ".copilot"),
+    };
+    var.and_then(from_env)
+        .or_else(|| home_dir().map(|h| h.join(dir)))
+}
+
+/// The user-level file `loopgate setup --agent <cli>` edits by default (see [`agent_config_dir`]):
+/// `settings.json` for Claude Code, Gemini CLI and Qwen Code, Codex's `hooks.json`, and
+/// loopgate's own `hooks/loopgate.json` for Copilot CLI.
+pub fn agent_hook_file(agent: crate::dialect::Agent) -> Option<PathBuf> {
+    use crate::dialect::Agent;
+    let dir = agent_config_dir(agent)?;
+    Some(match agent {
+        Agent::Claude | Agent::Gemini | Agent::Qwen => dir.join("settings.json"),
+        Agent::Codex => dir.join("hooks.json"),
+        Agent::Copilot => dir.join("hooks").join("loopgate.json"),
+    })
+}
+
 /// Claude Code's managed settings directory for this platform (the one `setup --managed` uses).
 pub fn claude_managed_dir() -> PathBuf {
     crate::setup::managed_dir()

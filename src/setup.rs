@@ -7,6 +7,12 @@
 //!
 //! A hook handler belongs to loopgate when the program its command runs is named `loopgate` or
 //! `loopgate-hook` (see [`is_loopgate_command`]); everything else is left exactly as it was.
+//!
+//! The other agent CLIs' hook files are edited by the same code: a [`Format`] says which events
+//! a CLI has, the unit of its timeouts and whether its handlers sit in matcher groups (Claude
+//! Code's shape) or straight under the event (Copilot CLI's). [`agents`] has the per-CLI routes.
+
+pub mod agents;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
@@ -28,6 +34,27 @@ pub const HOOKS: &[(&str, &str, bool)] = &[
 
 /// Seconds Claude Code waits for one loopgate hook before giving up on it (it then fails open).
 pub const HOOK_TIMEOUT_SECS: u64 = 10;
+
+/// How one agent CLI's hook file wires loopgate: its events (name, loopgate's subcommand, whether
+/// it is a tool event that takes `"matcher": "*"`), the timeout in that CLI's unit, and the
+/// handler shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Format {
+    pub hooks: &'static [(&'static str, &'static str, bool)],
+    /// The handler's timeout, in the CLI's unit (an integer: Codex rejects anything else).
+    pub timeout: u64,
+    /// Copilot CLI's shape: `{"type": "command", "bash": …, "timeoutSec": …}` handlers listed
+    /// straight under the event, no matcher groups. Otherwise Claude Code's
+    /// `[{"matcher": "*", "hooks": [{"type": "command", "command": …, "timeout": …}]}]`.
+    pub flat: bool,
+}
+
+/// Claude Code's settings files.
+pub const CLAUDE: Format = Format {
+    hooks: HOOKS,
+    timeout: HOOK_TIMEOUT_SECS,
+    flat: false,
+};
 
 /// Appended to the settings file's name to name the backup of its previous contents.
 pub const BACKUP_SUFFIX: &str = ".loopgate-bak";
@@ -55,22 +82,32 @@ pub fn command_prefix(bin: &Path, observe: bool) -> Result<String> {
 /// The complete `"hooks"` object that wires every event in [`HOOKS`] to
 /// `<command_prefix> <subcommand>`.
 pub fn hook_block(command_prefix: &str) -> Value {
+    hook_block_as(command_prefix, &CLAUDE)
+}
+
+/// [`hook_block`] for the CLI whose hook file has `format`.
+pub fn hook_block_as(command_prefix: &str, format: &Format) -> Value {
     let mut block = Map::new();
-    for &(event, subcommand, tool_event) in HOOKS {
+    for &(event, subcommand, tool_event) in format.hooks {
         block.insert(
             event.to_owned(),
-            Value::Array(vec![group(command_prefix, subcommand, tool_event)]),
+            Value::Array(vec![group(command_prefix, subcommand, tool_event, format)]),
         );
     }
     Value::Object(block)
 }
 
-/// One matcher group holding loopgate's handler for `subcommand`.
-fn group(command_prefix: &str, subcommand: &str, tool_event: bool) -> Value {
+/// One matcher group holding loopgate's handler for `subcommand` (in the flat shape, the
+/// handler itself).
+fn group(command_prefix: &str, subcommand: &str, tool_event: bool, format: &Format) -> Value {
+    let command = format!("{command_prefix} {subcommand}");
+    if format.flat {
+        return json!({"type": "command", "bash": command, "timeoutSec": format.timeout});
+    }
     let handler = json!({
         "type": "command",
-        "command": format!("{command_prefix} {subcommand}"),
-        "timeout": HOOK_TIMEOUT_SECS,
+        "command": command,
+        "timeout": format.timeout,
     });
     let mut group = Map::new();
     if tool_event {
@@ -84,6 +121,11 @@ fn group(command_prefix: &str, subcommand: &str, tool_event: bool) -> Value {
 /// binary path, other flags, events loopgate no longer uses) in place. Every other key and hook
 /// is kept as it was. Returns whether `settings` changed; merging twice changes nothing.
 pub fn merge(settings: &mut Value, command_prefix: &str) -> Result<bool> {
+    merge_as(settings, command_prefix, &CLAUDE)
+}
+
+/// [`merge`] for the CLI whose hook file has `format`.
+pub fn merge_as(settings: &mut Value, command_prefix: &str, format: &Format) -> Result<bool> {
     let mut updated = settings.clone();
     let root = root_object(&mut updated)?;
     let hooks = root
@@ -95,11 +137,11 @@ pub fn merge(settings: &mut Value, command_prefix: &str) -> Result<bool> {
 
     // Events loopgate no longer listens to lose its entries.
     strip_events(hooks, |event| {
-        !HOOKS.iter().any(|&(ours, _, _)| ours == event)
+        !format.hooks.iter().any(|&(ours, _, _)| ours == event)
     });
 
-    for &(event, subcommand, tool_event) in HOOKS {
-        let ours = group(command_prefix, subcommand, tool_event);
+    for &(event, subcommand, tool_event) in format.hooks {
+        let ours = group(command_prefix, subcommand, tool_event, format);
         match hooks.get_mut(event) {
             None => {
                 hooks.insert(event.to_owned(), Value::Array(vec![ours]));
@@ -155,7 +197,8 @@ fn strip_events(hooks: &mut Map<String, Value>, select: impl Fn(&str) -> bool) -
     removed_any
 }
 
-/// Removes loopgate's handlers from every matcher group, and the groups that this leaves empty.
+/// Removes loopgate's handlers from every matcher group, and the groups that this leaves empty
+/// (in the flat shape, loopgate's handlers listed straight under the event).
 /// Returns the index, among the groups that remain, where a replacement for the first loopgate
 /// handler belongs: where its group was if that group is gone, else just after it.
 fn strip_loopgate(groups: &mut Vec<Value>) -> Option<usize> {
@@ -164,7 +207,10 @@ fn strip_loopgate(groups: &mut Vec<Value>) -> Option<usize> {
     for mut group in groups.drain(..) {
         let mut removed = false;
         let mut now_empty = false;
-        if let Some(Value::Array(handlers)) = group.get_mut("hooks") {
+        if is_loopgate_handler(&group) {
+            removed = true;
+            now_empty = true;
+        } else if let Some(Value::Array(handlers)) = group.get_mut("hooks") {
             let before = handlers.len();
             handlers.retain(|handler| !is_loopgate_handler(handler));
             removed = handlers.len() != before;
@@ -183,10 +229,15 @@ fn strip_loopgate(groups: &mut Vec<Value>) -> Option<usize> {
 }
 
 fn is_loopgate_handler(handler: &Value) -> bool {
+    handler_command(handler).is_some_and(is_loopgate_command)
+}
+
+/// A handler's command line: `"command"`, or Copilot CLI's `"bash"`.
+pub fn handler_command(handler: &Value) -> Option<&str> {
     handler
         .get("command")
+        .or_else(|| handler.get("bash"))
         .and_then(Value::as_str)
-        .is_some_and(is_loopgate_command)
 }
 
 /// Whether a hook command runs loopgate: its program (after any leading `NAME=value`
@@ -241,6 +292,21 @@ fn is_assignment(word: &str) -> bool {
         }
         None => false,
     }
+}
+
+/// The value of `--agent` among the first words of a hook command, if it has one.
+pub fn command_agent(command: &str) -> Option<String> {
+    let words = shell_words(command, 8);
+    let mut words = words.into_iter();
+    while let Some(word) = words.next() {
+        if word == "--agent" {
+            return words.next();
+        }
+        if let Some(value) = word.strip_prefix("--agent=") {
+            return Some(value.to_owned());
+        }
+    }
+    None
 }
 
 /// Splits the start of a `sh` command line into at most `max` words, undoing quotes and
@@ -451,6 +517,17 @@ pub fn restore(settings_path: &Path, backup: Option<&Path>) -> Result<String> {
 /// to a timestamped [`backup_path`] first (the oldest and the newest backups are kept), and the new contents (pretty-printed, 2-space indent) replace it
 /// atomically. A symlinked settings file is updated at its target.
 pub fn run(settings_path: &Path, command_prefix: &str, uninstall: bool) -> Result<String> {
+    run_as(settings_path, command_prefix, uninstall, &CLAUDE)
+}
+
+/// [`run`] for the CLI whose hook file has `format`. The flat (Copilot CLI) file also gets the
+/// `"version": 1` it needs, and is deleted when uninstalling leaves nothing else in it.
+pub fn run_as(
+    settings_path: &Path,
+    command_prefix: &str,
+    uninstall: bool,
+    format: &Format,
+) -> Result<String> {
     let shown = settings_path.display();
     let target = resolve_symlink(settings_path);
     let original = match fs::read_to_string(&target) {
@@ -466,12 +543,23 @@ pub fn run(settings_path: &Path, command_prefix: &str, uninstall: bool) -> Resul
     };
     let had_loopgate = has_loopgate_hooks(&settings);
 
-    let changed = if uninstall {
+    let mut changed = if uninstall {
         remove(&mut settings)
     } else {
-        merge(&mut settings, command_prefix)
+        merge_as(&mut settings, command_prefix, format)
     }
     .with_context(|| format!("cannot update {shown}"))?;
+    if format.flat && !uninstall {
+        changed |= ensure_version(&mut settings);
+    }
+    // Uninstalling left only what loopgate put there: the file goes.
+    let delete = format.flat
+        && uninstall
+        && changed
+        && settings.as_object().is_some_and(|root| {
+            root.iter()
+                .all(|(key, value)| key == "version" && *value == json!(1))
+        });
 
     if !changed {
         return Ok(match (uninstall, &original) {
@@ -492,10 +580,15 @@ pub fn run(settings_path: &Path, command_prefix: &str, uninstall: bool) -> Resul
     }
     let mut text = serde_json::to_string_pretty(&settings).context("cannot serialize settings")?;
     text.push('\n');
-    write_atomic(&target, text.as_bytes(), permissions.as_ref())
-        .with_context(|| format!("cannot write {shown}"))?;
+    if delete {
+        fs::remove_file(&target).with_context(|| format!("cannot remove {shown}"))?;
+    } else {
+        write_atomic(&target, text.as_bytes(), permissions.as_ref())
+            .with_context(|| format!("cannot write {shown}"))?;
+    }
 
     let what = match (uninstall, had_loopgate, &original) {
+        (true, _, _) if delete => format!("removed {shown}, which held only loopgate's hooks"),
         (true, _, _) => format!("removed loopgate hooks from {shown}"),
         (false, _, None) => format!("created {shown} with loopgate hooks"),
         (false, true, Some(_)) => format!("updated loopgate hooks in {shown}"),
@@ -516,9 +609,28 @@ pub fn has_loopgate_hooks(settings: &Value) -> bool {
         .flat_map(Map::values)
         .filter_map(Value::as_array)
         .flatten()
-        .filter_map(|group| group.get("hooks").and_then(Value::as_array))
-        .flatten()
-        .any(is_loopgate_handler)
+        .any(|item| {
+            is_loopgate_handler(item)
+                || item
+                    .get("hooks")
+                    .and_then(Value::as_array)
+                    .is_some_and(|handlers| handlers.iter().any(is_loopgate_handler))
+        })
+}
+
+/// Puts `"version": 1` first in a Copilot CLI hook file that lacks it. Returns whether it did.
+fn ensure_version(settings: &mut Value) -> bool {
+    let Value::Object(root) = settings else {
+        return false;
+    };
+    if root.contains_key("version") {
+        return false;
+    }
+    let mut with = Map::new();
+    with.insert("version".to_owned(), json!(1));
+    with.extend(std::mem::take(root));
+    *root = with;
+    true
 }
 
 fn parse_settings(text: &str) -> Result<Value> {

@@ -12,4 +12,5 @@ mod replay;
 mod robustness;
 mod scenario_runner;
 mod secrets;
+mod setup_agents;
 mod stop_gate;

@@ -102,11 +102,23 @@ fn every_readme_command_works_as_written() {
                     .unwrap_or_else(|e| panic!("README: `{line}`: {e}"));
             }
             ["./install.sh", flags @ ..] => {
-                for flag in flags {
+                let mut flags = flags.iter();
+                while let Some(flag) = flags.next() {
                     assert!(
                         install.contains(&format!("        {flag})")),
                         "README: install.sh has no {flag}"
                     );
+                    if *flag == "--agent" {
+                        let list = flags.next().expect("README: --agent without its CLIs");
+                        for name in list.split(',') {
+                            let accepted = install.contains(&format!(" {name} |"))
+                                || install.contains(&format!("| {name})"));
+                            assert!(
+                                loopgate::dialect::Agent::parse(name).is_some() && accepted,
+                                "README: install.sh --agent does not take {name}"
+                            );
+                        }
+                    }
                 }
             }
             ["cargo", "test"] | ["git", "pull"] => {}

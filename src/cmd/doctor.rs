@@ -1,10 +1,14 @@
 //! `loopgate doctor`: checks the installation and explains what to fix — the binary on PATH and
 //! the one the hooks call, the hooks wired for every event exactly once across every place
 //! Claude Code reads them from (user, project and local settings, managed settings, an enabled
-//! plugin), the config, the state directory, Claude Code's version, and the project's git status.
+//! plugin), the config, the state directory, Claude Code's version, and the project's git status;
+//! then, for each other agent CLI whose config dir exists or whose binary is on PATH, that its
+//! hook file wires loopgate for every event of that CLI (right subcommands and `--agent`), that
+//! the binary those hooks call runs, and for Codex that the hooks are trusted.
 //! One line per check, ✓ or ✗ with the fix; exit 1 when any check fails.
 
 use crate::config::Loaded;
+use crate::dialect::Agent;
 use crate::setup::{self, HOOKS};
 use serde::Serialize;
 use serde_json::Value;
@@ -66,6 +70,8 @@ pub struct Inputs<'a> {
     pub project: Option<PathBuf>,
     pub home: Option<PathBuf>,
     pub managed_dir: PathBuf,
+    /// The other agent CLIs and their config dirs (`~/.codex` or `$CODEX_HOME`, …).
+    pub agents: Vec<(Agent, PathBuf)>,
     pub path_var: Option<std::ffi::OsString>,
 }
 
@@ -101,9 +107,29 @@ pub fn run(inputs: &Inputs, as_json: bool) -> anyhow::Result<bool> {
 
 pub fn checks(inp: &Inputs) -> Vec<Check> {
     let wiring = wiring(inp);
+    let others: Vec<Check> = inp
+        .agents
+        .iter()
+        .filter_map(|(agent, dir)| agent_hooks(*agent, dir, inp))
+        .collect();
     let mut out = vec![binary_on_path(inp)];
     out.extend(hooks_binary(&wiring, inp));
-    out.push(hooks_wired(&wiring));
+    // loopgate used with other CLIs only: no Claude Code here is not a failure.
+    let no_claude = wiring.handlers.is_empty()
+        && !inp
+            .home
+            .as_ref()
+            .is_some_and(|h| h.join(".claude").is_dir())
+        && find_in_path("claude", inp.path_var.as_deref()).is_none()
+        && others.iter().any(|c| c.status == Status::Ok);
+    if no_claude {
+        out.push(info(
+            "hooks wired once",
+            "Claude Code is not installed here (no ~/.claude, no `claude` on PATH); its hooks are not checked".into(),
+        ));
+    } else {
+        out.push(hooks_wired(&wiring));
+    }
     out.extend(wiring.disabled.iter().map(|file| {
         fail(
             "hooks enabled",
@@ -125,7 +151,246 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
     out.push(state_dir(&inp.state_dir));
     out.push(claude_version(inp));
     out.push(git(inp.project.as_deref()));
+    out.extend(others);
     out
+}
+
+/// The check's name for an agent CLI's hooks.
+fn agent_check_name(agent: Agent) -> &'static str {
+    match agent {
+        Agent::Claude => "hooks wired once",
+        Agent::Codex => "Codex CLI hooks",
+        Agent::Gemini => "Gemini CLI hooks",
+        Agent::Qwen => "Qwen Code hooks",
+        Agent::Copilot => "Copilot CLI hooks",
+    }
+}
+
+/// The program an agent CLI is run as.
+fn agent_program(agent: Agent) -> &'static str {
+    match agent {
+        Agent::Claude => "claude",
+        Agent::Codex => "codex",
+        Agent::Gemini => "gemini",
+        Agent::Qwen => "qwen",
+        Agent::Copilot => "copilot",
+    }
+}
+
+/// One check for `agent`'s user-level hook file in `dir`, when that CLI is there at all.
+fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
+    let name = agent_check_name(agent);
+    let on_path = find_in_path(agent_program(agent), inp.path_var.as_deref());
+    if !dir.is_dir() && on_path.is_none() {
+        return None;
+    }
+    let file = match agent {
+        Agent::Codex => dir.join("hooks.json"),
+        Agent::Copilot => dir.join("hooks").join("loopgate.json"),
+        _ => dir.join("settings.json"),
+    };
+    let shown = file.display();
+    let setup_fix = format!("run `loopgate setup --agent {}`", agent.name());
+    let text = match crate::bounded::read_text(&file, None, 4 << 20) {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            return Some(fail(
+                name,
+                format!(
+                    "{} is installed but {shown} does not exist: loopgate is not wired",
+                    agent.title()
+                ),
+                setup_fix,
+            ))
+        }
+        Err(why) => {
+            return Some(fail(
+                name,
+                format!("{shown} cannot be read: {why}"),
+                "fix the file by hand",
+            ))
+        }
+    };
+    let settings: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(fail(
+                name,
+                format!("{shown} is not valid JSON: {e}"),
+                "fix the JSON by hand",
+            ))
+        }
+    };
+    let format = setup::agents::format(agent);
+    // (event, command) of every loopgate handler, in either shape.
+    let mut found: Vec<(String, String)> = Vec::new();
+    for (event, items) in settings["hooks"].as_object().into_iter().flatten() {
+        for item in items.as_array().into_iter().flatten() {
+            let handlers: Vec<&Value> = match item.get("hooks").and_then(Value::as_array) {
+                Some(hs) => hs.iter().collect(),
+                None => vec![item],
+            };
+            for h in handlers {
+                if let Some(cmd) =
+                    setup::handler_command(h).filter(|c| setup::is_loopgate_command(c))
+                {
+                    found.push((event.clone(), cmd.to_string()));
+                }
+            }
+        }
+    }
+    if found.is_empty() {
+        return Some(fail(
+            name,
+            format!("no loopgate hook in {shown}"),
+            setup_fix,
+        ));
+    }
+    let mut problems = Vec::new();
+    let mut missing = Vec::new();
+    for &(event, sub, _) in format.hooks {
+        let hs: Vec<&String> = found
+            .iter()
+            .filter(|(e, _)| e == event)
+            .map(|(_, c)| c)
+            .collect();
+        match hs.len() {
+            0 => missing.push(event),
+            1 => {}
+            n => problems.push(format!("{event} is wired {n} times")),
+        }
+        for cmd in hs {
+            if cmd.split_whitespace().last() != Some(sub) {
+                problems.push(format!("{event} runs `{cmd}`"));
+            }
+            if setup::command_agent(cmd).as_deref() != Some(agent.name()) {
+                problems.push(format!(
+                    "{event} runs `{cmd}`, without `--agent {}`",
+                    agent.name()
+                ));
+            }
+        }
+    }
+    for (event, _) in &found {
+        if !format.hooks.iter().any(|&(e, _, _)| e == event) {
+            problems.push(format!(
+                "{event} (not an event loopgate uses with {})",
+                agent.title()
+            ));
+        }
+    }
+    if !missing.is_empty() {
+        problems.insert(0, format!("not wired: {}", missing.join(", ")));
+    }
+    // The binary the hooks call exists and runs.
+    let mut programs: Vec<String> = Vec::new();
+    for (_, cmd) in &found {
+        if let Some(p) = setup::command_program(cmd) {
+            if !programs.contains(&p) {
+                programs.push(p);
+            }
+        }
+    }
+    let mut ran = Vec::new();
+    for program in &programs {
+        let resolved = if program.contains('/') {
+            let p = PathBuf::from(program);
+            is_executable(&p).then_some(p)
+        } else {
+            find_in_path(program, inp.path_var.as_deref())
+        };
+        match resolved.as_deref().map(|p| (p, version_of(p))) {
+            None => problems.push(format!(
+                "the hooks call {program}, which does not exist or is not executable"
+            )),
+            Some((p, None)) => problems.push(format!(
+                "the hooks call {}, which does not run (`--version` failed)",
+                p.display()
+            )),
+            Some((_, Some(v))) => ran.push(format!("{program} runs ({v})")),
+        }
+    }
+    let mut trust = String::new();
+    if agent == Agent::Codex {
+        let config = dir.join("config.toml");
+        let hooks = setup::agents::codex_hooks(&file, &settings);
+        let table: toml::Table = std::fs::read_to_string(&config)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_default();
+        let untrusted: Vec<&str> = hooks
+            .iter()
+            .filter(|h| {
+                let state = table
+                    .get("hooks")
+                    .and_then(|v| v.get("state"))
+                    .and_then(|v| v.get(&h.key));
+                let hash = state
+                    .and_then(|s| s.get("trusted_hash"))
+                    .and_then(|v| v.as_str());
+                let enabled = state
+                    .and_then(|s| s.get("enabled"))
+                    .and_then(|v| v.as_bool());
+                hash != Some(h.hash.as_str()) || enabled == Some(false)
+            })
+            .map(|h| h.event.as_str())
+            .collect();
+        if untrusted.is_empty() {
+            trust = format!(", trusted in {}", config.display());
+        } else {
+            problems.push(format!(
+                "not trusted in {} (Codex skips them silently): {}",
+                config.display(),
+                untrusted.join(", ")
+            ));
+        }
+    }
+    if problems.is_empty() {
+        return Some(ok(
+            name,
+            format!(
+                "all {} events in {shown}, {}{trust}",
+                format.hooks.len(),
+                ran.join(", ")
+            ),
+        ));
+    }
+    Some(fail(
+        name,
+        problems.join("; "),
+        format!("{setup_fix} to rewrite loopgate's entries"),
+    ))
+}
+
+/// The first line `<program> --version` prints, if it runs and exits 0 within 5 s.
+fn version_of(program: &Path) -> Option<String> {
+    let mut child = Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    let mut text = String::new();
+    if let Some(mut so) = child.stdout.take() {
+        use std::io::Read;
+        let _ = so.by_ref().take(4096).read_to_string(&mut text);
+    }
+    status
+        .success()
+        .then(|| text.lines().next().unwrap_or("").trim().to_string())
 }
 
 fn find_in_path(name: &str, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {

@@ -1,10 +1,14 @@
 //! `loopgate setup`: wires the hooks into a Claude Code settings file (install.sh calls this),
-//! removes them, or restores the file from one of its backups.
+//! or with `--agent <cli>` into another agent CLI's hook file; removes them, or restores the file
+//! from one of its backups.
 
+use crate::dialect::Agent;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 pub struct Options<'a> {
+    /// The agent CLI whose hook file is edited.
+    pub agent: Agent,
     pub settings: Option<&'a Path>,
     pub bin: Option<&'a Path>,
     pub observe: bool,
@@ -19,6 +23,12 @@ pub struct Options<'a> {
 
 pub fn run(o: &Options) -> Result<()> {
     if let Some(dir) = &o.managed {
+        if o.agent != Agent::Claude {
+            bail!(
+                "--managed is Claude Code's managed settings; it does not apply to --agent {}",
+                o.agent.name()
+            );
+        }
         let bin = match o.bin {
             Some(b) => resolve_bin(b)?,
             None => std::env::current_exe().context("cannot find this executable's path")?,
@@ -34,36 +44,59 @@ pub fn run(o: &Options) -> Result<()> {
         }
         return Ok(());
     }
+    let user_file = crate::paths::agent_hook_file(o.agent);
     let settings: PathBuf = match o.settings {
         Some(p) => p.to_path_buf(),
-        None => crate::paths::claude_user_settings()
+        None => user_file
+            .clone()
             .with_context(|| crate::paths::NO_HOME.to_string())?,
     };
-    let summary = if let Some(backup) = o.restore {
-        crate::setup::restore(&settings, backup)?
+    let codex_config = crate::setup::agents::codex_config_file();
+    let outcome = if let Some(backup) = o.restore {
+        crate::setup::agents::Outcome {
+            summary: crate::setup::agents::restore(
+                o.agent,
+                &settings,
+                backup,
+                codex_config.as_deref(),
+            )?,
+            notes: Vec::new(),
+        }
     } else {
         let bin = match o.bin {
             Some(b) => resolve_bin(b)?,
             None => std::env::current_exe().context("cannot find this executable's path")?,
         };
-        let prefix = crate::setup::command_prefix(&bin, o.observe)?;
-        crate::setup::run(&settings, &prefix, o.uninstall)?
+        let prefix = crate::setup::agents::command_prefix(&bin, o.observe, o.agent)?;
+        crate::setup::agents::run(
+            o.agent,
+            &settings,
+            &prefix,
+            o.uninstall,
+            user_file.as_deref(),
+            codex_config.as_deref(),
+        )?
     };
     if o.json {
         let backups: Vec<String> = crate::setup::backups(&settings)
             .iter()
             .map(|p| p.display().to_string())
             .collect();
-        println!(
-            "{}",
-            serde_json::json!({
-                "settings": settings.display().to_string(),
-                "summary": summary,
-                "backups": backups,
-            })
-        );
+        let mut doc = serde_json::json!({
+            "settings": settings.display().to_string(),
+            "summary": outcome.summary,
+            "backups": backups,
+        });
+        if o.agent != Agent::Claude {
+            doc["agent"] = o.agent.name().into();
+            doc["notes"] = outcome.notes.clone().into();
+        }
+        println!("{doc}");
     } else {
-        println!("{summary}");
+        println!("{}", outcome.summary);
+        for note in &outcome.notes {
+            println!("note: {note}");
+        }
     }
     Ok(())
 }

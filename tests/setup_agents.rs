@@ -1,0 +1,362 @@
+//! `loopgate setup --agent <cli>` and `loopgate doctor` on the real binary, for each agent CLI
+//! other than Claude Code: setup into a temporary HOME next to someone else's hooks and keys,
+//! doctor says that CLI is wired, doctor names what broke, and `--uninstall` leaves the
+//! foreign content as it was.
+
+use crate::common::{Env, BIN};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+fn home(env: &Env) -> PathBuf {
+    env.state.parent().unwrap().to_path_buf()
+}
+
+/// The CLI name, its default hook file under HOME, the check's name in doctor, and someone
+/// else's content for that file.
+fn cases() -> Vec<(&'static str, &'static str, &'static str, Value)> {
+    let foreign = |event: &str| {
+        json!({
+            "theme": "dark",
+            "hooks": {event: [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh", "timeout": 5}]}]},
+        })
+    };
+    vec![
+        (
+            "codex",
+            ".codex/hooks.json",
+            "Codex CLI hooks",
+            foreign("PreToolUse"),
+        ),
+        (
+            "gemini",
+            ".gemini/settings.json",
+            "Gemini CLI hooks",
+            foreign("BeforeTool"),
+        ),
+        (
+            "qwen",
+            ".qwen/settings.json",
+            "Qwen Code hooks",
+            foreign("PreToolUse"),
+        ),
+        (
+            "copilot",
+            ".copilot/hooks/loopgate.json",
+            "Copilot CLI hooks",
+            json!({"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "audit.sh", "timeoutSec": 5}]}}),
+        ),
+    ]
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The binary copied into HOME/bin (the hooks call it by that path).
+fn bin(env: &Env) -> PathBuf {
+    let dir = home(env).join("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("loopgate");
+    if !bin.exists() {
+        std::fs::copy(BIN, &bin).unwrap();
+    }
+    bin
+}
+
+fn run(env: &Env, args: &[&str]) -> (i32, String, String) {
+    let path = format!("{}:/usr/bin:/bin", home(env).join("bin").display());
+    let o = env.command(args).env("PATH", path).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn doctor_check(env: &Env, name: &str) -> Value {
+    let (_, stdout, stderr) = run(env, &["doctor", "--json"]);
+    let v: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} check in {v:#}"))
+}
+
+#[test]
+fn setup_then_doctor_then_uninstall_for_each_cli() {
+    for (agent, file, check, foreign) in cases() {
+        let env = Env::new();
+        let bin = bin(&env);
+        let path = home(&env).join(file);
+        write(&path, &foreign.to_string());
+        let codex_config = home(&env).join(".codex/config.toml");
+        let config_text = "model = \"gpt-5.5\" # mine\n";
+        if agent == "codex" {
+            write(&codex_config, config_text);
+        }
+
+        let (code, out, err) = run(
+            &env,
+            &["setup", "--agent", agent, "--bin", bin.to_str().unwrap()],
+        );
+        assert_eq!(code, 0, "{agent}: {out}{err}");
+        assert!(
+            out.starts_with("added loopgate hooks to "),
+            "{agent}: {out}"
+        );
+        let written = read_json(&path);
+        let text = written.to_string();
+        assert!(
+            text.contains(&format!("{} --agent {agent} pre-tool-use", bin.display())),
+            "{agent}: {text}"
+        );
+        assert!(
+            text.contains("audit.sh") && !text.contains("--observe"),
+            "{agent}: {text}"
+        );
+        if agent == "codex" {
+            assert!(out.contains("trusted 5 hooks in"), "{out}");
+        }
+
+        let c = doctor_check(&env, check);
+        assert_eq!(c["status"], "ok", "{agent}: {c}");
+        // The Claude checks stay: no Claude Code here, and that is not a failure.
+        assert_eq!(doctor_check(&env, "hooks wired once")["status"], "info");
+
+        // Observe mode, run again: the entries are replaced in place.
+        let (code, out, _) = run(
+            &env,
+            &[
+                "setup",
+                "--agent",
+                agent,
+                "--bin",
+                bin.to_str().unwrap(),
+                "--observe",
+                "--json",
+            ],
+        );
+        assert_eq!(code, 0);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["agent"], agent);
+        assert_eq!(v["settings"], path.display().to_string());
+        assert!(read_json(&path).to_string().contains("--observe --agent"));
+        assert_eq!(doctor_check(&env, check)["status"], "ok", "{agent}");
+
+        let (code, out, err) = run(&env, &["setup", "--agent", agent, "--uninstall"]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert_eq!(
+            read_json(&path),
+            foreign,
+            "{agent}: the foreign content is back as it was"
+        );
+        if agent == "codex" {
+            assert!(out.contains("removed the trust of 5 hooks"), "{out}");
+            assert_eq!(std::fs::read_to_string(&codex_config).unwrap(), config_text);
+        }
+        let c = doctor_check(&env, check);
+        assert_eq!(c["status"], "fail", "{agent}: {c}");
+        assert!(
+            c["fix"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("loopgate setup --agent {agent}")),
+            "{c}"
+        );
+    }
+}
+
+#[test]
+fn doctor_names_what_broke_in_an_agent_clis_wiring() {
+    let env = Env::new();
+    let bin = bin(&env);
+    let bin_arg = bin.to_str().unwrap();
+    for agent in ["codex", "gemini"] {
+        let (code, out, err) = run(&env, &["setup", "--agent", agent, "--bin", bin_arg]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    assert_eq!(doctor_check(&env, "Codex CLI hooks")["status"], "ok");
+
+    // Codex's trust lost: Codex would skip the hooks silently.
+    let config = home(&env).join(".codex/config.toml");
+    let trusted = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, "").unwrap();
+    let c = doctor_check(&env, "Codex CLI hooks");
+    assert_eq!(c["status"], "fail");
+    assert!(c["detail"].as_str().unwrap().contains("not trusted"), "{c}");
+    let (code, ..) = run(&env, &["setup", "--agent", "codex", "--bin", bin_arg]);
+    assert_eq!(code, 0);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), trusted);
+    assert_eq!(doctor_check(&env, "Codex CLI hooks")["status"], "ok");
+
+    // A hook without its --agent, and an event not wired.
+    let path = home(&env).join(".gemini/settings.json");
+    let mut s = read_json(&path);
+    s["hooks"]["AfterTool"][0]["hooks"][0]["command"] = json!(format!("{bin_arg} post-tool-use"));
+    s["hooks"].as_object_mut().unwrap().remove("AfterAgent");
+    std::fs::write(&path, s.to_string()).unwrap();
+    let c = doctor_check(&env, "Gemini CLI hooks");
+    assert_eq!(c["status"], "fail");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(detail.contains("not wired: AfterAgent"), "{detail}");
+    assert!(detail.contains("without `--agent gemini`"), "{detail}");
+
+    // The binary the hooks call is gone.
+    std::fs::remove_file(&bin).unwrap();
+    let c = doctor_check(&env, "Codex CLI hooks");
+    assert_eq!(c["status"], "fail");
+    assert!(
+        c["detail"].as_str().unwrap().contains("does not exist"),
+        "{c}"
+    );
+    let (code, stdout, _) = run(&env, &["doctor"]);
+    assert_eq!(code, 1);
+    assert!(stdout.contains("✗ Codex CLI hooks: "), "{stdout}");
+}
+
+#[test]
+fn doctor_skips_clis_that_are_not_there() {
+    let env = Env::new();
+    bin(&env);
+    let (_, stdout, _) = run(&env, &["doctor", "--json"]);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let names: Vec<&str> = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.ends_with("CLI hooks") || *n == "Qwen Code hooks"),
+        "{names:?}"
+    );
+    // No Claude Code and no other CLI: the Claude check fails as it always did.
+    assert_eq!(doctor_check(&env, "hooks wired once")["status"], "fail");
+    // A config dir with no loopgate in it is reported.
+    std::fs::create_dir_all(home(&env).join(".qwen")).unwrap();
+    let c = doctor_check(&env, "Qwen Code hooks");
+    assert_eq!(c["status"], "fail");
+    assert!(
+        c["detail"].as_str().unwrap().contains("does not exist"),
+        "{c}"
+    );
+}
+
+#[test]
+fn setup_rejects_what_does_not_apply() {
+    let env = Env::new();
+    let (code, _, err) = run(&env, &["setup", "--agent", "codex", "--managed"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--managed"), "{err}");
+    let (code, _, err) = run(&env, &["setup", "--agent", "vim"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("vim"), "{err}");
+}
+
+/// The pinned Codex CLI the e2e suite installs (`tests/e2e`), or `LOOPGATE_TEST_CODEX`.
+fn codex_bin() -> Option<PathBuf> {
+    let path = match std::env::var_os("LOOPGATE_TEST_CODEX") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/e2e-cache/agents/codex/node_modules/.bin/codex"),
+    };
+    path.is_file().then_some(path)
+}
+
+/// Codex itself says loopgate's hooks are trusted after `setup --agent codex`: its app-server's
+/// `hooks/list` reports each one `trusted`, with the hash setup wrote. Needs the Codex CLI the
+/// e2e suite installs; without it the test says so and passes (that suite fails under CI when the
+/// CLI is missing).
+#[test]
+fn codex_itself_trusts_the_hooks_setup_wrote() {
+    let Some(codex) = codex_bin() else {
+        eprintln!("SKIP codex_itself_trusts_the_hooks_setup_wrote: no Codex CLI in target/e2e-cache/agents/codex (run the e2e suite once, or set LOOPGATE_TEST_CODEX)");
+        return;
+    };
+    let env = Env::new();
+    let bin = bin(&env);
+    let (code, out, err) = run(
+        &env,
+        &["setup", "--agent", "codex", "--bin", bin.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let home = home(&env);
+    let mut child = std::process::Command::new(&codex)
+        .arg("app-server")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("CODEX_HOME", home.join(".codex"))
+        .current_dir(&env.project)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "loopgate-test", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [env.project]}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for r in requests {
+        use std::io::Write;
+        writeln!(stdin, "{r}").unwrap();
+    }
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                if v["id"] == 2 {
+                    let _ = tx.send(v);
+                    return;
+                }
+            }
+        }
+    });
+    let answer = rx.recv_timeout(std::time::Duration::from_secs(60));
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    let answer = answer.expect("codex app-server answered hooks/list");
+    let hooks: Vec<&Value> = answer["result"]["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|entry| entry["hooks"].as_array().unwrap())
+        .collect();
+    let config: toml::Table = std::fs::read_to_string(home.join(".codex/config.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(hooks.len(), 5, "{answer:#}");
+    for hook in hooks {
+        assert!(
+            hook["command"].as_str().unwrap().contains("--agent codex"),
+            "{hook}"
+        );
+        assert_eq!(hook["trustStatus"], "trusted", "{hook}");
+        let key = hook["key"].as_str().unwrap();
+        assert_eq!(
+            config["hooks"]["state"][key]["trusted_hash"].as_str(),
+            hook["currentHash"].as_str(),
+            "{key}"
+        );
+    }
+}
