@@ -350,9 +350,10 @@ impl<'a> Sources<'a> {
         flag_observe: bool,
         project_dir: Option<&'a Path>,
     ) -> Sources<'a> {
+        // Only LOOPGATE_* names are converted (a hook's environment holds dozens of others).
         let env: Vec<(String, String)> = std::env::vars_os()
+            .filter(|(k, _)| k.as_encoded_bytes().starts_with(b"LOOPGATE_"))
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .filter(|(k, _)| k.starts_with("LOOPGATE_"))
             .collect();
         let get = |name: &str| {
             env.iter()

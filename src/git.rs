@@ -5,7 +5,8 @@
 //! names and `packed-refs`'s stat) and the index's stat — a few small reads, no index parse, no
 //! `git` process. At a Stop that must judge: HEAD or the index changed → progress; else the
 //! project is walked honouring `.gitignore` (and `.git/info/exclude`, the global excludes),
-//! stopping at the first entry whose ctime is after the stamp. The walk runs on a helper thread
+//! stopping at the first entry whose ctime is after the stamp (two walker threads, each entry
+//! `lstat`ed relative to its open directory). The walk runs on a helper thread
 //! under a deadline and an entry budget: a 200,000-file tree, a FIFO where a file is expected, or
 //! a network mount cannot hang the hook, and every error or limit answers "cannot tell", which
 //! the gate reads as "do not block". `.git/index` is only ever `lstat`ed, never opened, and git
@@ -173,10 +174,21 @@ fn ctime_ns(m: &std::fs::Metadata) -> i128 {
     m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128
 }
 
+/// The walk's answer so far, shared by its threads: the first to know sets it, the rest stop.
+const UNDECIDED: u8 = 0;
+const CHANGED: u8 = 1;
+const CANNOT_TELL: u8 = 2;
+
+/// Two threads walk the tree (one `lstat` per entry is most of the cost, and waits on the
+/// kernel), stopping at the first entry changed since the stamp, the first error, or a limit.
 fn walk(root: &Path, at_ns: u128, limits: &Limits) -> Option<bool> {
+    use ignore::WalkState;
+    use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
     let deadline = Instant::now() + limits.max_time;
     let at = at_ns as i128;
-    let walker = ignore::WalkBuilder::new(root)
+    let verdict = AtomicU8::new(UNDECIDED);
+    let seen = AtomicUsize::new(0);
+    ignore::WalkBuilder::new(root)
         .hidden(false)
         .ignore(false)
         .parents(true)
@@ -187,19 +199,54 @@ fn walk(root: &Path, at_ns: u128, limits: &Limits) -> Option<bool> {
         .follow_links(false)
         .same_file_system(true)
         .filter_entry(|e| e.file_name() != ".git")
-        .build();
-    for (n, entry) in walker.enumerate() {
-        if n >= limits.max_entries || (n % 256 == 0 && Instant::now() >= deadline) {
-            return None;
-        }
-        // An unreadable entry cannot be judged unchanged.
-        let entry = entry.ok()?;
-        let meta = entry.metadata().ok()?;
-        if ctime_ns(&meta) > at {
-            return Some(true);
-        }
+        .threads(2)
+        .build_parallel()
+        .run(|| {
+            let (verdict, seen) = (&verdict, &seen);
+            let mut dir = None;
+            Box::new(move |entry| {
+                if verdict.load(Relaxed) != UNDECIDED {
+                    return WalkState::Quit;
+                }
+                let n = seen.fetch_add(1, Relaxed);
+                let found =
+                    if n >= limits.max_entries || (n % 256 == 0 && Instant::now() >= deadline) {
+                        CANNOT_TELL
+                    } else {
+                        // An unreadable entry cannot be judged unchanged.
+                        match entry.ok().and_then(|e| ctime_at(&mut dir, e.path())) {
+                            Some(ctime) if ctime > at => CHANGED,
+                            Some(_) => return WalkState::Continue,
+                            None => CANNOT_TELL,
+                        }
+                    };
+                let _ = verdict.compare_exchange(UNDECIDED, found, Relaxed, Relaxed);
+                WalkState::Quit
+            })
+        });
+    match verdict.into_inner() {
+        UNDECIDED => Some(false),
+        CHANGED => Some(true),
+        _ => None,
     }
-    Some(false)
+}
+
+/// An entry's ctime, `lstat`ed relative to its directory (kept open per walker thread while its
+/// entries come): the kernel resolves one name instead of the whole path on every entry, which
+/// was most of a walk's cost. `O_PATH|O_NOFOLLOW`: nothing is read, no symlink followed.
+fn ctime_at(dir: &mut Option<(PathBuf, rustix::fd::OwnedFd)>, path: &Path) -> Option<i128> {
+    use rustix::fs::{AtFlags, Mode, OFlags};
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return std::fs::symlink_metadata(path).ok().map(|m| ctime_ns(&m));
+    };
+    if dir.as_ref().is_none_or(|(p, _)| p != parent) {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(parent, flags, Mode::empty()).ok()?;
+        *dir = Some((parent.to_path_buf(), fd));
+    }
+    let (_, fd) = dir.as_ref()?;
+    let st = rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    Some(st.st_ctime as i128 * 1_000_000_000 + st.st_ctime_nsec as i128)
 }
 
 /// The git dir of the repository holding `dir`: a `.git` directory, or the one a `.git` file
@@ -397,6 +444,44 @@ mod tests {
         assert_eq!(changed(d.path(), &s), Some(true));
         // Found from a subdirectory too.
         assert!(Stamp::take(&d.path().join("sub")).is_some());
+    }
+
+    #[test]
+    fn one_change_deep_among_many_unchanged_dirs_is_found_by_the_two_thread_walk() {
+        let d = tempfile::tempdir().unwrap();
+        repo_with_commit(d.path());
+        for a in 0..6 {
+            for b in 0..4 {
+                let dir = d.path().join(format!("m{a}/s{b}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                for f in 0..15 {
+                    std::fs::write(dir.join(format!("f{f}.txt")), "x").unwrap();
+                }
+            }
+        }
+        settle();
+        let s = Stamp::take(d.path()).unwrap();
+        settle();
+        for _ in 0..3 {
+            assert_eq!(changed(d.path(), &s), Some(false), "nothing changed");
+        }
+        // Content rewritten in place (same size): only its ctime tells.
+        std::fs::write(d.path().join("m4/s2/f11.txt"), "y").unwrap();
+        for _ in 0..3 {
+            assert_eq!(
+                changed(d.path(), &s),
+                Some(true),
+                "a file deep down changed"
+            );
+        }
+        // An entry budget smaller than the tree: "cannot tell", never "unchanged".
+        settle();
+        let s = Stamp::take(d.path()).unwrap();
+        let lim = Limits {
+            max_entries: 20,
+            max_time: Duration::from_secs(5),
+        };
+        assert_eq!(changed_since(d.path(), &s, &lim), None);
     }
 
     #[test]

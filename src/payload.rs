@@ -306,7 +306,7 @@ pub mod compact {
     /// Streams `r` (at most `cap` bytes) into compact JSON.
     pub fn read_compact(mut r: impl Read, cap: u64) -> Result<Vec<u8>> {
         let mut c = Compactor::default();
-        let mut buf = vec![0u8; 64 << 10];
+        let mut buf = vec![0u8; 16 << 10];
         let mut total = 0u64;
         loop {
             let n = match r.read(&mut buf) {

@@ -80,17 +80,24 @@ impl Store {
     /// state there could be swapped under us.
     pub fn open(dir: &Path) -> Result<Store> {
         let sessions = dir.join("sessions");
-        match fs::symlink_metadata(&sessions) {
-            Ok(m) if m.file_type().is_dir() => {}
+        // The common case (both exist) costs two `stat`s: `sessions`' own is reused below.
+        let sessions_meta = match fs::symlink_metadata(&sessions) {
+            Ok(m) if m.file_type().is_dir() => m,
             Ok(_) => bail!("{} is not a directory", sessions.display()),
             Err(_) => {
                 create_private_dir(dir)?;
                 create_private_dir(&sessions)?;
+                fs::symlink_metadata(&sessions)
+                    .with_context(|| format!("cannot stat {}", sessions.display()))?
             }
+        };
+        if !sessions_meta.file_type().is_dir() {
+            bail!("{} is not a directory", sessions.display());
         }
-        let uid = own_uid()?;
-        for d in [dir, sessions.as_path()] {
-            let m = fs::metadata(d).with_context(|| format!("cannot stat {}", d.display()))?;
+        let uid = own_uid();
+        let dir_meta =
+            fs::metadata(dir).with_context(|| format!("cannot stat {}", dir.display()))?;
+        for (d, m) in [(dir, dir_meta), (sessions.as_path(), sessions_meta)] {
             if m.uid() != uid {
                 bail!(
                     "state dir {} belongs to uid {}, not to us",
@@ -126,7 +133,7 @@ impl Store {
         if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
             return Some(PathBuf::from(run).join("loopgate"));
         }
-        Some(std::env::temp_dir().join(format!("loopgate-{}", own_uid().ok()?)))
+        Some(std::env::temp_dir().join(format!("loopgate-{}", own_uid())))
     }
 
     /// Session ids are untrusted: the file name is a hash, so no id can name a path.
@@ -290,32 +297,51 @@ impl Store {
 }
 
 /// The valid slot with the highest generation: (slot, generation, state), or why none is valid.
+///
+/// Only the two headers are read first; then only the newer slot's body (its announced length,
+/// not the whole slot) is read and decoded, and the older slot only when the newer one fails its
+/// checksum. A call's read costs the size of one state, not of two slots.
 fn read_slots(file: &File, len: u64) -> Result<(u64, u64, SessionState), String> {
-    let mut best: Option<(u64, u64, SessionState)> = None;
     let mut first_err = None;
+    let mut candidates: Vec<(u64, u64, usize)> = Vec::with_capacity(2);
     for slot in 0..2u64 {
         let start = slot * SLOT;
         if len <= start {
             break;
         }
-        let n = (len - start).min(SLOT) as usize;
-        let mut buf = vec![0u8; n];
-        if let Err(e) = file.read_exact_at(&mut buf, start) {
+        let room = (len - start).min(SLOT) as usize;
+        let mut head = [0u8; codec::HEADER];
+        let n = room.min(codec::HEADER);
+        if let Err(e) = file.read_exact_at(&mut head[..n], start) {
             first_err.get_or_insert(e.to_string());
             continue;
         }
-        match codec::decode(&buf) {
-            Ok((g, state)) => {
-                if best.as_ref().is_none_or(|(_, bg, _)| g > *bg) {
-                    best = Some((slot, g, state));
-                }
+        match codec::peek_header(&head[..n]) {
+            Ok((g, body)) if codec::HEADER + body <= room => candidates.push((g, slot, body)),
+            Ok(_) => {
+                first_err.get_or_insert(codec::Bad::Torn.to_string());
             }
             Err(e) => {
                 first_err.get_or_insert(e.to_string());
             }
         }
     }
-    best.ok_or_else(|| first_err.unwrap_or_else(|| "empty file".into()))
+    // Newest first: the older slot is a fallback for a torn newer write.
+    candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
+    for (_, slot, body) in candidates {
+        let mut buf = vec![0u8; codec::HEADER + body];
+        if let Err(e) = file.read_exact_at(&mut buf, slot * SLOT) {
+            first_err.get_or_insert(e.to_string());
+            continue;
+        }
+        match codec::decode(&buf) {
+            Ok((g, state)) => return Ok((slot, g, state)),
+            Err(e) => {
+                first_err.get_or_insert(e.to_string());
+            }
+        }
+    }
+    Err(first_err.unwrap_or_else(|| "empty file".into()))
 }
 
 fn quarantine(path: &Path, why: &str) -> Result<Quarantined> {
@@ -332,11 +358,9 @@ fn quarantine(path: &Path, why: &str) -> Result<Quarantined> {
     })
 }
 
-/// Our effective uid, read from `/proc/self` (no `unsafe` for `geteuid`).
-fn own_uid() -> Result<u32> {
-    Ok(fs::metadata("/proc/self")
-        .context("cannot stat /proc/self to learn our uid")?
-        .uid())
+/// Our effective uid (`geteuid`, through rustix: no `unsafe`, no `/proc` lookup).
+fn own_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
 }
 
 /// Takes an exclusive lock on `file`, giving up after `timeout`: a wedged peer must never hang
@@ -496,6 +520,30 @@ mod tests {
     }
 
     #[test]
+    fn a_header_announcing_more_than_its_slot_is_torn_and_the_other_slot_is_read() {
+        let (_d, store) = store();
+        saved(&store, 1);
+        saved(&store, 2);
+        saved(&store, 3);
+        // Generation 3 is in slot 0: make its header claim a body longer than the slot.
+        let path = lock(&store).state_path.clone();
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&(SLOT as u32).to_le_bytes(), 16).unwrap();
+        assert_eq!(
+            calls(&store),
+            Some(2),
+            "the older slot, not a read past the slot"
+        );
+        // Both headers lying: nothing valid, the file is moved aside.
+        f.write_all_at(&(SLOT as u32).to_le_bytes(), SLOT + 16)
+            .unwrap();
+        let l = lock(&store);
+        let (st, q) = store.load(&l).unwrap();
+        assert!(st.is_none());
+        assert!(q.expect("quarantined").why.contains("torn"));
+    }
+
+    #[test]
     fn torn_and_zeroed_files_are_quarantined_not_misread() {
         let (_d, store) = store();
         saved(&store, 1);
@@ -577,7 +625,7 @@ mod tests {
         fs::write(dir.join("sessions"), "").unwrap();
         assert!(Store::open(&dir).is_err());
         // Owned by root when we are not root (skipped when the tests run as root).
-        if own_uid().unwrap() != 0 {
+        if own_uid() != 0 {
             assert!(Store::open(Path::new("/")).is_err());
         }
     }
