@@ -85,7 +85,7 @@ impl Default for Limits {
 impl Stamp {
     /// Takes the stamp of the repository holding `dir` (`None` outside git or on an error).
     pub fn take(dir: &Path) -> Option<Stamp> {
-        let at_ns = coarse_now_ns();
+        let at_ns = wall_now_ns();
         let git_dir = find_git_dir(dir)?;
         Some(Stamp {
             at_ns,
@@ -95,12 +95,15 @@ impl Stamp {
     }
 }
 
-/// The kernel's coarse wall clock, the floor of every file timestamp it writes from now on (new
-/// inodes get it as their ctime, up to a tick behind the fine clock). Compared strictly: a file
-/// written in the same tick before the stamp is not a change; one written after it is, from the
-/// next tick on (a model turn is many ticks long).
-fn coarse_now_ns() -> u128 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+/// The fine wall clock. A file's ctime is never later than the moment it was written, whether the
+/// kernel stamped it from its coarse clock (up to a tick behind) or, with multigrain timestamps
+/// (Linux 6.13+, measured here: most files written right after a stat carry a ctime beyond the
+/// coarse clock), from the fine one: so nothing written before the stamp counts as a change.
+/// What is written in the first tick after it may carry a coarse ctime at or before the stamp and
+/// is missed; a model turn is many ticks long, and a missed change only matters to a turn that
+/// changed nothing else.
+fn wall_now_ns() -> u128 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
     t.tv_sec.max(0) as u128 * 1_000_000_000 + t.tv_nsec.max(0) as u128
 }
 

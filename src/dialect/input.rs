@@ -230,7 +230,16 @@ fn shell_text_says_failed(text: &str) -> bool {
         cut += 1;
     }
     let tail = &text[cut..];
+    // Python reports a file it cannot compile without a traceback: its last line names the error.
+    let last = tail
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
     SIGNS.iter().any(|s| tail.contains(s))
+        || ["SyntaxError: ", "IndentationError: ", "TabError: "]
+            .iter()
+            .any(|p| last.starts_with(p))
 }
 
 /// Gemini and Qwen: `{llmContent, returnDisplay, error?}`. A tool error carries `error`
@@ -405,6 +414,10 @@ mod tests {
     fn codex_shell_failure_only_from_unambiguous_text() {
         assert!(codex_text("Bash", &json!("bash: line 1: nosuch: command not found\n")).1);
         assert!(!codex_text("Bash", &json!("grep found: error: in line 3\n")).1);
+        let syntax =
+            "  File \"tool.py\", line 1\n    def (:\n        ^\nSyntaxError: invalid syntax\n";
+        assert!(codex_text("Bash", &json!(syntax)).1);
+        assert!(!codex_text("Bash", &json!("docs mention SyntaxError: in prose\nok\n")).1);
         assert!(
             codex_text(
                 "apply_patch",
