@@ -79,6 +79,7 @@ fn main() {
     let state_file = largest_state_file(&ctx.ws.loaded_state);
     let memory = measure_memory(&ctx);
     let instructions = measure_instructions(&ctx);
+    let creation = creation_cost(&ctx.ws.fresh_state.join("sessions"));
 
     let report = Report {
         ctx: &ctx,
@@ -87,6 +88,7 @@ fn main() {
         state_file,
         memory,
         instructions,
+        creation,
         version: loopgate_version(&ctx),
     }
     .render();
@@ -632,6 +634,7 @@ enum Row {
     PreFresh,
     PostFresh,
     Stop,
+    PromptNext,
     StopJudge,
     GitStatus,
     PreLoaded,
@@ -642,13 +645,14 @@ enum Row {
 }
 
 impl Row {
-    const ALL: [Row; 13] = [
+    const ALL: [Row; 14] = [
         Row::Bare,
         Row::Floor,
         Row::Prompt,
         Row::PreFresh,
         Row::PostFresh,
         Row::Stop,
+        Row::PromptNext,
         Row::StopJudge,
         Row::GitStatus,
         Row::PreLoaded,
@@ -674,7 +678,12 @@ impl Row {
             Row::Floor => {
                 "minimal Rust binary (reads stdin, exits; same profile and linking)".into()
             }
-            Row::Prompt => format!("loopgate user-prompt-submit ({repo}; turn stamp)"),
+            Row::Prompt => format!(
+                "loopgate user-prompt-submit, new session ({repo}; turn stamp; creates the session's lock and state files)"
+            ),
+            Row::PromptNext => format!(
+                "loopgate user-prompt-submit, next prompt of that session ({repo}; creates no file)"
+            ),
             Row::PreFresh => "loopgate pre-tool-use, fresh session".into(),
             Row::PostFresh => "loopgate post-tool-use, fresh session".into(),
             Row::Stop => format!("loopgate stop, a turn judged without a walk ({repo})"),
@@ -720,6 +729,7 @@ fn invocation(row: Row, i: usize, ctx: &Ctx) -> Invocation {
             )
         }
         Row::Prompt => fresh("user-prompt-submit", p.prompt(&s, &prompt)),
+        Row::PromptNext => fresh("user-prompt-submit", p.prompt(&s, &format!("{s}-next"))),
         Row::PreFresh => fresh("pre-tool-use", p.pre(&s, &prompt, &call)),
         Row::PostFresh => fresh("post-tool-use", p.post(&s, &prompt, &call)),
         Row::Stop => fresh("stop", p.stop(&s, &prompt)),
@@ -963,6 +973,7 @@ fn measure_instructions(ctx: &Ctx) -> Vec<(Row, Result<u64, String>)> {
     [
         Row::Floor,
         Row::Prompt,
+        Row::PromptNext,
         Row::PreFresh,
         Row::PostFresh,
         Row::PreLoaded,
@@ -971,6 +982,57 @@ fn measure_instructions(ctx: &Ctx) -> Vec<(Row, Result<u64, String>)> {
     .into_iter()
     .map(|row| (row, instructions(&invocation(row, i, ctx), ctx)))
     .collect()
+}
+
+/// What creating a file costs in a directory, measured apart from any hook.
+struct Creation {
+    median_ms: f64,
+    max_ms: f64,
+    files: usize,
+    /// Whether the directory's ext4 filesystem has a journal (None: not ext4, or unknown).
+    journal: Option<bool>,
+}
+
+/// Times `O_CREAT` of empty files in `dir` (the fresh rows' sessions dir): on a filesystem whose
+/// inode allocation is slow, a new session's two files are most of its first call.
+fn creation_cost(dir: &Path) -> Option<Creation> {
+    const FILES: usize = 50;
+    let mut samples = Vec::with_capacity(FILES);
+    for n in 0..FILES {
+        let path = dir.join(format!("bench-create-probe-{n}"));
+        let t = Instant::now();
+        std::fs::File::create(&path).ok()?;
+        samples.push(t.elapsed());
+    }
+    let ms = |d: &Duration| d.as_secs_f64() * 1e3;
+    Some(Creation {
+        median_ms: percentile_ms(&samples, 50.0)?,
+        max_ms: samples.iter().map(ms).fold(0.0, f64::max),
+        files: FILES,
+        journal: ext4_journal(dir),
+    })
+}
+
+/// Whether the ext4 filesystem holding `dir` has a journal: a journalled ext4 has an entry
+/// `<device>-<inode>` under `/proc/fs/jbd2`, beside its `/proc/fs/ext4/<device>`.
+fn ext4_journal(dir: &Path) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let (major, minor) = (
+        ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff),
+        (dev & 0xff) | ((dev >> 12) & !0xff),
+    );
+    let name = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    let name = name.file_name()?.to_str()?.to_string();
+    if !Path::new("/proc/fs/ext4").join(&name).exists() {
+        return None;
+    }
+    let prefix = format!("{name}-");
+    let journals = std::fs::read_dir("/proc/fs/jbd2").ok();
+    Some(journals.is_some_and(|rd| {
+        rd.filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+    }))
 }
 
 /// Nearest-rank percentile; the median averages the two middle samples.
@@ -1105,6 +1167,7 @@ struct Report<'a> {
     state_file: Option<(u64, String)>,
     memory: Option<Memory>,
     instructions: Vec<(Row, Result<u64, String>)>,
+    creation: Option<Creation>,
     version: String,
 }
 
@@ -1174,6 +1237,25 @@ impl Report<'_> {
 
     fn state_and_memory(&self, md: &mut String) {
         let s = &self.ctx.settings;
+        if let Some(c) = &self.creation {
+            let _ = writeln!(
+                md,
+                "Creating one empty file in the fresh rows' `sessions/` dir (a new session creates \
+                 two), timed alone after the rows: median {:.3} ms, max {:.3} ms over {} files; \
+                 the filesystem {}.\n",
+                c.median_ms,
+                c.max_ms,
+                c.files,
+                match c.journal {
+                    Some(true) => "is ext4 with a journal",
+                    Some(false) => {
+                        "is ext4 without a journal (which skips every inode freed in the last \
+                         ~30 s when it allocates one: the cost grows with recent deletions nearby)"
+                    }
+                    None => "is not ext4, or its journal is unknown",
+                }
+            );
+        }
         if let Some(build) = &self.build {
             let secs = build.took.as_secs_f64();
             let per_call = secs * 1e3 / s.calls.max(1) as f64;
@@ -1296,10 +1378,15 @@ impl Report<'_> {
         let (Some(p), Some(f)) = (self.median(Row::Prompt), self.median(Row::Floor)) else {
             return Target::skip(goal);
         };
+        // Judged on a new session, the worst case; a later prompt of the same session is shown
+        // beside it, since what separates them is the cost of creating two files.
+        let next = self.median(Row::PromptNext).map_or(String::new(), |n| {
+            format!("; next prompt of a session {:.2}×", n / f)
+        });
         Target::check(
             goal,
             p / f <= TARGET_PROMPT_X_FLOOR,
-            format!("{:.2}× ({p:.2} ms vs {f:.2} ms)", p / f),
+            format!("new session {:.2}× ({p:.2} ms vs {f:.2} ms){next}", p / f),
         )
     }
 
