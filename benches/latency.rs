@@ -1249,8 +1249,9 @@ impl Report<'_> {
                 match c.journal {
                     Some(true) => "is ext4 with a journal",
                     Some(false) => {
-                        "is ext4 without a journal (which skips every inode freed in the last \
-                         ~30 s when it allocates one: the cost grows with recent deletions nearby)"
+                        "is ext4 without a journal (whose inode allocator skips every recently \
+                         freed inode, one cache lookup each: the cost grows with deletions nearby \
+                         in the last minutes)"
                     }
                     None => "is not ext4, or its journal is unknown",
                 }
