@@ -39,6 +39,13 @@ impl Run {
     }
 
     /// Whether any model request contains `needle` anywhere in its body.
+    /// Whether any of loopgate's messages reached the model: each says `loopgate:` or
+    /// `(loopgate)`. The bare name is no sign: the CLI's own prompt may name paths under a
+    /// checkout called `loopgate` (Gemini lists its built-in skills by path).
+    pub fn model_heard_from_loopgate(&self) -> bool {
+        self.model_saw("loopgate:") || self.model_saw("(loopgate)")
+    }
+
     pub fn model_saw(&self, needle: &str) -> bool {
         self.main_requests()
             .iter()

@@ -152,7 +152,7 @@ fn read_only_turn_ends_freely(cli: Cli) {
         "the read ran\n{}",
         run.summary()
     );
-    assert!(!run.model_saw("loopgate"), "{}", run.summary());
+    assert!(!run.model_heard_from_loopgate(), "{}", run.summary());
     assert!(
         run.events_where(|e| e["decision"] != "allow").is_empty(),
         "{}",
@@ -175,7 +175,7 @@ fn observe_mode_is_silent(cli: Cli) {
         "every call ran\n{}",
         run.summary()
     );
-    assert!(!run.model_saw("loopgate"), "{}", run.summary());
+    assert!(!run.model_heard_from_loopgate(), "{}", run.summary());
     assert_eq!(
         run.main_requests().len(),
         5,
