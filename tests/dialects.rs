@@ -230,13 +230,7 @@ fn a_stop_block_re_fired_as_a_prompt_is_no_new_turn() {
     // Gemini, Qwen and Copilot send loopgate's own Stop reason back as the next prompt; a new turn
     // there would reset the Stop budget and let the block repeat without end on Gemini.
     let env = Env::new();
-    let base = |event: &str, extra: Value| {
-        let mut v = json!({"session_id": "g1", "cwd": env.project, "hook_event_name": event});
-        for (k, x) in extra.as_object().unwrap() {
-            v[k] = x.clone();
-        }
-        v.to_string()
-    };
+    let base = |event: &str, extra: Value| gemini(&env, event, extra);
     let prompt = base("BeforeAgent", json!({"prompt": "fix it"}));
     assert!(feed(
         &env,
