@@ -64,22 +64,23 @@ struct Done {
 }
 
 fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
-    let (agent, payload, event) = match crate::dialect::read(cli.agent, expected, input)? {
+    let read = crate::dialect::read(cli.agent, expected, input)?;
+    // A detected CLI's failures from here on exit as that CLI needs.
+    crate::exit::fail_open_with(read.agent().fail_open_code());
+    let (agent, payload, event) = match read {
         Read::Judge {
             agent,
             payload,
             event,
         } => (agent, *payload, event),
-        Read::Skip(agent) => {
-            crate::exit::fail_open_with(agent.fail_open_code());
+        Read::Skip(_) => {
             return Ok(Done {
                 stdout: None,
                 problems: Vec::new(),
                 exit: Exit::Ok,
-            });
+            })
         }
     };
-    crate::exit::fail_open_with(agent.fail_open_code());
     let project_dir = agent.project_dir();
     let loaded = config::load(&config::Sources::from_process(
         cli.config.as_deref(),

@@ -230,47 +230,42 @@ fn a_stop_block_re_fired_as_a_prompt_is_no_new_turn() {
     // Gemini, Qwen and Copilot send loopgate's own Stop reason back as the next prompt; a new turn
     // there would reset the Stop budget and let the block repeat without end on Gemini.
     let env = Env::new();
-    let base = |event: &str, extra: Value| gemini(&env, event, extra);
-    let prompt = base("BeforeAgent", json!({"prompt": "fix it"}));
-    assert!(feed(
-        &env,
-        Some("gemini"),
-        "user-prompt-submit",
-        prompt.as_bytes()
-    )
-    .is_silent_allow());
+    assert!(gemini_prompt(&env, "fix it"));
     let turns = |env: &Env| env.status()[0]["turn"]["number"].clone();
     let before = turns(&env);
-    let again = base(
-        "BeforeAgent",
-        json!({"prompt": "loopgate: nothing under the project has changed since this task began"}),
-    );
-    assert!(feed(&env, Some("gemini"), "user-prompt-submit", again.as_bytes()).is_silent_allow());
+    assert!(gemini_prompt(
+        &env,
+        "loopgate: nothing under the project has changed since this task began"
+    ));
     assert_eq!(turns(&env), before);
+}
+
+/// `base` with the fields of `extra` set, as stdin text.
+fn with(mut base: Value, extra: Value) -> String {
+    for (k, x) in extra.as_object().unwrap() {
+        base[k] = x.clone();
+    }
+    base.to_string()
 }
 
 /// A Gemini payload for this test's session.
 fn gemini(env: &Env, event: &str, extra: Value) -> String {
-    let mut v = json!({"session_id": "g2", "cwd": env.project, "hook_event_name": event,
-                       "timestamp": "2026-11-23T00:35:42.831Z"});
-    for (k, x) in extra.as_object().unwrap() {
-        v[k] = x.clone();
-    }
-    v.to_string()
+    let base = json!({"session_id": "g2", "cwd": env.project, "hook_event_name": event,
+                      "timestamp": "2026-11-23T00:35:42.831Z"});
+    with(base, extra)
+}
+
+/// The user's prompt on Gemini, which loopgate answers with nothing.
+fn gemini_prompt(env: &Env, prompt: &str) -> bool {
+    let p = gemini(env, "BeforeAgent", json!({ "prompt": prompt }));
+    feed(env, Some("gemini"), "user-prompt-submit", p.as_bytes()).is_silent_allow()
 }
 
 #[test]
 fn gemini_stop_blocks_are_bounded_by_loopgate_because_gemini_has_no_cap() {
     let env = Env::new().git().var("LOOPGATE_PROGRESS__WHEN", "always");
     let g = |event: &str, extra: Value| gemini(&env, event, extra);
-    let prompt = g("BeforeAgent", json!({"prompt": "fix the readme"}));
-    assert!(feed(
-        &env,
-        Some("gemini"),
-        "user-prompt-submit",
-        prompt.as_bytes()
-    )
-    .is_silent_allow());
+    assert!(gemini_prompt(&env, "fix the readme"));
     let input = json!({"file_path": env.project.join("README.md"), "instruction": "x",
                        "old_string": "this text is not there", "new_string": "x"});
     let before = g(
@@ -302,10 +297,7 @@ fn gemini_stop_blocks_are_bounded_by_loopgate_because_gemini_has_no_cap() {
         let reason = v["reason"].as_str().unwrap().to_string();
         assert!(reason.starts_with("loopgate:"), "{reason}");
         blocks += 1;
-        let again = g("BeforeAgent", json!({"prompt": reason}));
-        assert!(
-            feed(&env, Some("gemini"), "user-prompt-submit", again.as_bytes()).is_silent_allow()
-        );
+        assert!(gemini_prompt(&env, &reason));
     }
     assert!(
         (1..=2).contains(&blocks),
@@ -343,13 +335,10 @@ fn where_no_cli_can_halt_the_ladder_ends_in_a_standing_denial_said_once() {
     // turn is refused, a new one too, and the full reason is given once.
     let env = Env::new();
     let call = |event: &str, cmd: &str, id: &str, extra: Value| {
-        let mut v = json!({"session_id": "c1", "turn_id": "t1", "cwd": env.project,
-                           "hook_event_name": event, "tool_name": "Bash",
-                           "tool_input": {"command": cmd}, "tool_use_id": id});
-        for (k, x) in extra.as_object().unwrap() {
-            v[k] = x.clone();
-        }
-        v.to_string()
+        let base = json!({"session_id": "c1", "turn_id": "t1", "cwd": env.project,
+                          "hook_event_name": event, "tool_name": "Bash",
+                          "tool_input": {"command": cmd}, "tool_use_id": id});
+        with(base, extra)
     };
     let mut reasons = Vec::new();
     for round in 0..6 {

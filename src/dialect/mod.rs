@@ -65,7 +65,7 @@ pub use output::answer;
 
 use crate::payload::{Event, Payload};
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 /// A hook call, read in its CLI's dialect.
@@ -77,6 +77,14 @@ pub enum Read {
     },
     /// Nothing loopgate acts on (see [`input::translate`]); the answer is empty.
     Skip(Agent),
+}
+
+impl Read {
+    pub fn agent(&self) -> Agent {
+        match self {
+            Read::Judge { agent, .. } | Read::Skip(agent) => *agent,
+        }
+    }
 }
 
 /// What a CLI can and cannot do that changes how the engine acts (the detectors stay the same).
@@ -123,15 +131,14 @@ impl Agent {
             Agent::Qwen => &["QWEN_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
             Agent::Copilot => &["COPILOT_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
         };
-        let from_env = vars.iter().find_map(|v| {
+        if self == Agent::Codex {
+            return std::env::current_dir().ok();
+        }
+        vars.iter().find_map(|v| {
             std::env::var_os(v)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
-        });
-        match self {
-            Agent::Codex => std::env::current_dir().ok(),
-            _ => from_env,
-        }
+        })
     }
 }
 
@@ -139,24 +146,16 @@ impl Agent {
 /// payload is parsed as before, and only a payload that is not Claude Code's (or carries another
 /// CLI's marks) is read again in the dialect it shows.
 pub fn read(flag: Option<Agent>, expected: Event, bytes: &[u8]) -> Result<Read> {
-    let agent = match flag {
+    let (agent, map) = match flag {
         Some(Agent::Claude) => return claude(expected, Payload::parse(bytes)),
-        Some(a) => a,
+        Some(a) => (a, object(bytes)?),
         None => match Payload::parse(bytes) {
             Ok((p, e)) if !p.foreign_marks() => return claude(expected, Ok((p, e))),
-            parsed => match detect(bytes) {
-                Some(a) => a,
+            parsed => match object(bytes).ok().and_then(|m| Some((detect(&m)?, m))) {
+                Some(found) => found,
                 None => return claude(expected, parsed),
             },
         },
-    };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        bail!("empty hook input on stdin (expected one JSON object)");
-    }
-    let v: Value =
-        serde_json::from_slice(bytes).context("hook input is not a valid hook JSON object")?;
-    let Value::Object(map) = v else {
-        bail!("hook input is not a JSON object");
     };
     match input::translate(agent, expected, map) {
         input::Translated::Skip => Ok(Read::Skip(agent)),
@@ -183,6 +182,16 @@ pub fn read(flag: Option<Agent>, expected: Event, bytes: &[u8]) -> Result<Read> 
     }
 }
 
+fn object(bytes: &[u8]) -> Result<Map<String, Value>> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        bail!("empty hook input on stdin (expected one JSON object)");
+    }
+    match serde_json::from_slice(bytes).context("hook input is not a valid hook JSON object")? {
+        Value::Object(map) => Ok(map),
+        _ => bail!("hook input is not a JSON object"),
+    }
+}
+
 fn claude(expected: Event, parsed: Result<(Payload, Event)>) -> Result<Read> {
     let (payload, event) = parsed?;
     if event != expected {
@@ -202,9 +211,7 @@ fn claude(expected: Event, parsed: Result<(Payload, Event)>) -> Result<Read> {
 /// The CLI a payload comes from, by the marks only it leaves (observed fixtures): Gemini's event
 /// names, Copilot's camelCase or `tool_result`, Codex's `turn_id`, Qwen's `tool_call_id` and
 /// `########` prompt ids. `None`: Claude Code's, or nobody's.
-fn detect(bytes: &[u8]) -> Option<Agent> {
-    let v: Value = serde_json::from_slice(bytes).ok()?;
-    let m = v.as_object()?;
+fn detect(m: &Map<String, Value>) -> Option<Agent> {
     let has = |k: &str| m.contains_key(k);
     let event = m.get("hook_event_name").and_then(Value::as_str);
     if matches!(
