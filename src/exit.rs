@@ -23,12 +23,19 @@ pub enum Exit {
     FailOpen,
 }
 
+impl Exit {
+    /// The process exit status.
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Ok => 0,
+            Exit::FailOpen => FAIL_OPEN.load(Ordering::Relaxed),
+        }
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(e: Exit) -> ExitCode {
-        match e {
-            Exit::Ok => ExitCode::SUCCESS,
-            Exit::FailOpen => ExitCode::from(FAIL_OPEN.load(Ordering::Relaxed)),
-        }
+        ExitCode::from(e.code())
     }
 }
 
