@@ -6,9 +6,10 @@
 //! (open standard streams, EPIPE instead of SIGPIPE, stdout flushed) `main_entry` does itself.
 //! glibc hands the arguments to Rust's `std::env::args` by itself (an `.init_array` entry), which
 //! is why this is limited to that target.
-#![cfg_attr(all(target_os = "linux", target_env = "gnu"), no_main)]
+#![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+// Not under `cargo test`, whose harness brings its own `main`.
+#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
 #[allow(unsafe_code)] // `no_mangle` is the only way to be the C entry point; nothing unsafe runs.
 #[unsafe(no_mangle)]
 extern "C" fn main(
@@ -18,7 +19,7 @@ extern "C" fn main(
     loopgate::main_entry().code().into()
 }
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+#[cfg(not(all(target_os = "linux", target_env = "gnu", not(test))))]
 fn main() -> std::process::ExitCode {
     loopgate::main_entry().into()
 }

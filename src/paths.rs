@@ -8,6 +8,7 @@
 
 use anyhow::{bail, Result};
 use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
 
 /// The one message for a missing home, shared by every command.
 pub const NO_HOME: &str =
@@ -16,10 +17,22 @@ pub const NO_HOME: &str =
 
 /// The home directory, only when `HOME` is set (on Unix).
 pub fn home_dir() -> Option<PathBuf> {
-    if cfg!(unix) && std::env::var_os("HOME").is_none_or(|h| h.is_empty()) {
-        return None;
-    }
-    directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf())
+    base_dirs().map(|b| b.home_dir().to_path_buf())
+}
+
+// The directories are computed once per process: a hook call asks for the home, config and state
+// directories several times (config lookup, store, guard), and `directories` reads the
+// environment and builds every platform directory on each call. Nothing in loopgate changes
+// its own environment.
+fn base_dirs() -> Option<&'static directories::BaseDirs> {
+    static DIRS: OnceLock<Option<directories::BaseDirs>> = OnceLock::new();
+    DIRS.get_or_init(|| {
+        if cfg!(unix) && std::env::var_os("HOME").is_none_or(|h| h.is_empty()) {
+            return None;
+        }
+        directories::BaseDirs::new()
+    })
+    .as_ref()
 }
 
 /// Like [`home_dir`], for callers that cannot go on without it.
@@ -30,9 +43,13 @@ pub fn require_home() -> Result<PathBuf> {
     }
 }
 
-fn project_dirs() -> Option<directories::ProjectDirs> {
-    home_dir()?;
-    directories::ProjectDirs::from("", "", "loopgate")
+fn project_dirs() -> Option<&'static directories::ProjectDirs> {
+    static DIRS: OnceLock<Option<directories::ProjectDirs>> = OnceLock::new();
+    DIRS.get_or_init(|| {
+        base_dirs()?;
+        directories::ProjectDirs::from("", "", "loopgate")
+    })
+    .as_ref()
 }
 
 /// The user's loopgate config directory (holding `config.toml`).

@@ -43,8 +43,11 @@ pub struct Env {
     pub home: Option<PathBuf>,
     /// The agent's working directory (the payload's `cwd`).
     pub cwd: PathBuf,
-    /// Variables for `$NAME` expansion (the process environment).
+    /// Variables for `$NAME` expansion, over the process environment when [`Env::process_env`].
     pub vars: HashMap<String, String>,
+    /// Variables not in `vars` are read from this process's environment, one by one when asked
+    /// for: a hook call never copies the whole environment (dozens of variables in Claude Code).
+    pub process_env: bool,
     pub protected: Vec<(PathBuf, Kind)>,
     /// The running binary, which `$(which loopgate)` and its like resolve to.
     pub exe: Option<PathBuf>,
@@ -58,9 +61,7 @@ impl Env {
         project: Option<&Path>,
         state_dir: Option<&Path>,
     ) -> Env {
-        let vars: HashMap<String, String> = std::env::vars().collect();
-        let home = vars
-            .get("HOME")
+        let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
             .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()));
@@ -74,7 +75,8 @@ impl Env {
         let mut env = Env {
             home,
             cwd,
-            vars,
+            vars: HashMap::new(),
+            process_env: true,
             protected: Vec::new(),
             exe: exe.clone(),
             resolved: Default::default(),
@@ -95,12 +97,7 @@ impl Env {
     /// The protected paths every environment has: the state dir(s), the config files, Claude
     /// Code's settings (user, project, local, managed).
     pub fn protect_defaults(&mut self, project: Option<&Path>, state_dir: Option<&Path>) {
-        let var = |k: &str| {
-            self.vars
-                .get(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
+        let var = |k: &str| self.var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
         let mut p: Vec<(PathBuf, Kind)> = Vec::new();
         if let Some(d) = state_dir {
             p.push((d.to_path_buf(), Kind::State));
@@ -214,7 +211,16 @@ impl Env {
                     .then(|| self.home.as_ref().map(|h| h.to_string_lossy().into_owned()))
                     .flatten()
             })
-            .or_else(|| self.vars.get(name).cloned())
+            .or_else(|| self.var(name))
+    }
+
+    fn var(&self, name: &str) -> Option<String> {
+        self.vars.get(name).cloned().or_else(|| {
+            self.process_env
+                .then(|| std::env::var_os(name))
+                .flatten()
+                .map(|v| v.to_string_lossy().into_owned())
+        })
     }
 
     /// An absolute, lexically normal path for `word` (already expanded), relative to `cwd`.
