@@ -305,14 +305,17 @@ pub mod compact {
 
     /// Streams `r` (at most `cap` bytes) into compact JSON.
     pub fn read_compact(mut r: impl Read, cap: u64) -> Result<Vec<u8>> {
+        const CHUNK: usize = 16 << 10;
         let mut c = Compactor::default();
-        let mut buf = vec![0u8; 16 << 10];
+        // Filled by `read_to_end`, which reads into the spare capacity without zeroing it first:
+        // a typical payload touches one page of this buffer, not four.
+        let mut buf = Vec::with_capacity(CHUNK);
         let mut total = 0u64;
         loop {
-            let n = match r.read(&mut buf) {
+            buf.clear();
+            let n = match r.by_ref().take(CHUNK as u64).read_to_end(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     return Err(anyhow::Error::new(e).context("cannot read hook input from stdin"))
                 }
@@ -321,7 +324,7 @@ pub mod compact {
             if total > cap {
                 bail!("hook input is larger than {} MiB; not judged", cap >> 20);
             }
-            c.feed(&buf[..n])?;
+            c.feed(&buf)?;
         }
         c.finish();
         Ok(c.out)
