@@ -1,7 +1,7 @@
 //! The process entry.
 //!
 //! On Linux with glibc, loopgate is the C `main` itself (`no_main`). Rust's runtime start-up reads
-//! `/proc/self/maps` to place a stack guard and maps a signal stack: ~50 K instructions and a dozen
+//! `/proc/self/maps` to place a stack guard and maps a signal stack: ~40 K instructions and a dozen
 //! syscalls, a tenth of a hook call, paid by every tool call. What of that start-up loopgate needs
 //! (open standard streams, EPIPE instead of SIGPIPE, stdout flushed) `main_entry` does itself.
 //! glibc hands the arguments to Rust's `std::env::args` by itself (an `.init_array` entry), which
