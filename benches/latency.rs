@@ -637,6 +637,7 @@ enum Row {
     PromptNext,
     StopJudge,
     GitStatus,
+    PromptLoaded,
     PreLoaded,
     PostLoaded,
     PeerPre,
@@ -645,7 +646,7 @@ enum Row {
 }
 
 impl Row {
-    const ALL: [Row; 14] = [
+    const ALL: [Row; 15] = [
         Row::Bare,
         Row::Floor,
         Row::Prompt,
@@ -655,6 +656,7 @@ impl Row {
         Row::PromptNext,
         Row::StopJudge,
         Row::GitStatus,
+        Row::PromptLoaded,
         Row::PreLoaded,
         Row::PostLoaded,
         Row::PeerPre,
@@ -675,7 +677,9 @@ impl Row {
         ],
         &[Row::StopJudge],
         &[Row::GitStatus],
-        &[Row::PreLoaded, Row::PostLoaded],
+        // Like a fresh session's call, the loaded session's follows its own prompt: "flat" then
+        // compares the same sequence at two state sizes.
+        &[Row::PromptLoaded, Row::PreLoaded, Row::PostLoaded],
         &[Row::PeerPre],
         &[Row::PeerPost],
         &[Row::PeerStop],
@@ -710,6 +714,7 @@ impl Row {
                 format!("loopgate stop that must judge: failed edits, nothing changed ({repo}; walks the tree)")
             }
             Row::GitStatus => format!("`git status --porcelain` ({repo})"),
+            Row::PromptLoaded => format!("loopgate user-prompt-submit, {loaded} (a new turn)"),
             Row::PreLoaded => format!("loopgate pre-tool-use, {loaded}"),
             Row::PostLoaded => format!("loopgate post-tool-use, {loaded}"),
             Row::PeerPre => "peer dedup-check.sh (pre, bash+jq)".into(),
@@ -727,10 +732,10 @@ fn invocation(row: Row, i: usize, ctx: &Ctx) -> Invocation {
     let prompt = format!("{s}-prompt");
     let fresh = |sub: &str, stdin| ctx.loopgate(sub, &ctx.ws.fresh_state, &s, stdin);
     let peer = |script: &str, stdin| ctx.peer(script, &s, stdin);
-    // Loaded rows: one more call in the last turn of the long session.
+    // Loaded rows: a new turn of the long session, and one call in it.
     let (ls, lp, lcall) = (
         LOADED_SESSION,
-        LOADED_MEASURE_PROMPT,
+        format!("{LOADED_MEASURE_PROMPT}-{i:05}"),
         format!("measure-{i:05}"),
     );
     let loaded = |sub: &str, stdin| ctx.loopgate(sub, &ctx.ws.loaded_state, ls, stdin);
@@ -752,8 +757,9 @@ fn invocation(row: Row, i: usize, ctx: &Ctx) -> Invocation {
         Row::PreFresh => fresh("pre-tool-use", p.pre(&s, &prompt, &call)),
         Row::PostFresh => fresh("post-tool-use", p.post(&s, &prompt, &call)),
         Row::Stop => fresh("stop", p.stop(&s, &prompt)),
-        Row::PreLoaded => loaded("pre-tool-use", p.pre(ls, lp, &lcall)),
-        Row::PostLoaded => loaded("post-tool-use", p.post(ls, lp, &lcall)),
+        Row::PromptLoaded => loaded("user-prompt-submit", p.prompt(ls, &lp)),
+        Row::PreLoaded => loaded("pre-tool-use", p.pre(ls, &lp, &lcall)),
+        Row::PostLoaded => loaded("post-tool-use", p.post(ls, &lp, &lcall)),
         Row::PeerPre => peer("dedup-check.sh", p.pre(&s, &prompt, &call)),
         Row::PeerPost => peer("failure-reset.sh", p.post(&s, &prompt, &call)),
         Row::PeerStop => peer("progress-gate.sh", p.stop(&s, &prompt)),
@@ -1007,6 +1013,7 @@ fn measure_instructions(ctx: &Ctx) -> Vec<(Row, Result<u64, String>)> {
         Row::PromptNext,
         Row::PreFresh,
         Row::PostFresh,
+        Row::PromptLoaded,
         Row::PreLoaded,
         Row::PostLoaded,
     ]
