@@ -299,6 +299,26 @@ fn base_env(ws: &Workspace) -> Vec<(OsString, OsString)> {
             env.push((keep.into(), v));
         }
     }
+    env.extend(shell_like_env());
+    env
+}
+
+/// A hook inherits Claude Code's environment, which is the user's whole shell environment: every
+/// row (the floors too) gets a fixed stand-in for one, 80 variables and an `LS_COLORS`, ~5 KB,
+/// so a cost that grows with the environment shows here as it would in a real session.
+fn shell_like_env() -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = (0..80)
+        .map(|i| {
+            (
+                format!("BENCH_SHELL_VAR_{i:02}").into(),
+                format!("value-{i:02}-{}", "x".repeat(30)).into(),
+            )
+        })
+        .collect();
+    env.push((
+        "LS_COLORS".into(),
+        "rs=0:di=01;34:ln=01;36:".repeat(60).into(),
+    ));
     env
 }
 

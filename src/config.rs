@@ -350,11 +350,7 @@ impl<'a> Sources<'a> {
         flag_observe: bool,
         project_dir: Option<&'a Path>,
     ) -> Sources<'a> {
-        // Only LOOPGATE_* names are converted (a hook's environment holds dozens of others).
-        let env: Vec<(String, String)> = std::env::vars_os()
-            .filter(|(k, _)| k.as_encoded_bytes().starts_with(b"LOOPGATE_"))
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
+        let env = loopgate_vars();
         let get = |name: &str| {
             env.iter()
                 .find(|(k, _)| k == name)
@@ -376,6 +372,52 @@ impl<'a> Sources<'a> {
             provenance: false,
         }
     }
+}
+
+/// This process's `LOOPGATE_*` variables (names and values that are UTF-8).
+///
+/// A hook inherits Claude Code's whole environment, often a hundred variables or more, and
+/// `std::env::vars_os` copies every one of them (two allocations each) to find these few: with a
+/// typical shell's environment that was a third of a hook call's instructions. On Linux the
+/// environment block is read whole from `/proc/self/environ` (one small read; loopgate never
+/// changes its own environment, so the block is current) and only matching entries are
+/// converted; elsewhere, or when `/proc` is not there, the std iterator does it.
+pub fn loopgate_vars() -> Vec<(String, String)> {
+    const PREFIX: &[u8] = b"LOOPGATE_";
+    let pair = |k: &[u8], v: &[u8]| {
+        Some((
+            String::from_utf8(k.to_vec()).ok()?,
+            String::from_utf8(v.to_vec()).ok()?,
+        ))
+    };
+    #[cfg(target_os = "linux")]
+    {
+        use std::io::Read;
+        let mut block = Vec::with_capacity(16 << 10);
+        if std::fs::File::open("/proc/self/environ")
+            .and_then(|mut f| f.read_to_end(&mut block))
+            .is_ok()
+        {
+            // Entries are NUL-terminated: a match starts the block or follows a NUL.
+            let starts = block
+                .starts_with(PREFIX)
+                .then_some(0)
+                .into_iter()
+                .chain(memchr::memmem::find_iter(&block, b"\0LOOPGATE_").map(|at| at + 1));
+            return starts
+                .filter_map(|start| {
+                    let entry = &block[start..];
+                    let entry = &entry[..memchr::memchr(0, entry).unwrap_or(entry.len())];
+                    let eq = memchr::memchr(b'=', entry)?;
+                    pair(&entry[..eq], &entry[eq + 1..])
+                })
+                .collect();
+        }
+    }
+    std::env::vars_os()
+        .filter(|(k, _)| k.as_encoded_bytes().starts_with(PREFIX))
+        .filter_map(|(k, v)| pair(k.as_encoded_bytes(), v.as_encoded_bytes()))
+        .collect()
 }
 
 /// The loaded config, where each value came from, and one line per problem found.
