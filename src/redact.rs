@@ -65,9 +65,31 @@ const TRIGGERS: &[&str] = &[
     "mariadb",
 ];
 
+/// Bytes a trigger starts with, either case.
+const TRIGGER_START: [bool; 256] = {
+    let mut start = [false; 256];
+    let mut i = 0;
+    while i < TRIGGERS.len() {
+        let c = TRIGGERS[i].as_bytes()[0];
+        start[c.to_ascii_lowercase() as usize] = true;
+        start[c.to_ascii_uppercase() as usize] = true;
+        i += 1;
+    }
+    start
+};
+
+/// Whether a trigger occurs in `text`, ASCII case ignored. One pass: the triggers are compared
+/// only where a byte can start one (twenty-five substring searches, each with its own set-up,
+/// were a tenth of a PreToolUse call).
 fn might_hold_secret(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    TRIGGERS.iter().any(|t| lower.contains(t))
+    let b = text.as_bytes();
+    (0..b.len()).any(|i| {
+        TRIGGER_START[b[i] as usize]
+            && TRIGGERS.iter().any(|t| {
+                b.get(i..i + t.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(t.as_bytes()))
+            })
+    })
 }
 
 /// Replaces anything that looks like a credential with `***`, keeping the key name for context.
@@ -144,6 +166,21 @@ pub fn target(tool: &str, input: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The one-pass check finds a trigger exactly where lower-casing the text and searching
+        /// for each trigger does (the reference it replaced).
+        #[test]
+        fn trigger_scan_matches_lowercase_contains(
+            text in "(?s)(.{0,12}(AUTH|Key|tOkEn|sk-|gh|://|eyJ|Mysql|é|x){0,3}.{0,12}){0,3}"
+        ) {
+            let lower = text.to_ascii_lowercase();
+            let reference = super::TRIGGERS.iter().any(|t| lower.contains(t));
+            prop_assert_eq!(super::might_hold_secret(&text), reference);
+        }
+    }
+
     use super::*;
     use serde_json::json;
 

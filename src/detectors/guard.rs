@@ -639,7 +639,7 @@ impl<'e> Bash<'e> {
                     .zip(std::fs::canonicalize(e).ok())
                     .is_some_and(|(a, b)| a == b)
         };
-        self.env.exe.as_deref().is_some_and(same)
+        self.env.exe().is_some_and(same)
     }
 
     /// Inline programs: one that mentions a protected path and writes anything is denied; so is

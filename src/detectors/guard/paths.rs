@@ -48,10 +48,18 @@ pub struct Env {
     /// Variables not in `vars` are read from this process's environment, one by one when asked
     /// for: a hook call never copies the whole environment (dozens of variables in Claude Code).
     pub process_env: bool,
+    /// Protected paths given by hand (tests) or by [`Env::protect_defaults`]; see
+    /// [`Env::protected`].
     pub protected: Vec<(PathBuf, Kind)>,
-    /// The running binary, which `$(which loopgate)` and its like resolve to.
+    /// The running binary, which `$(which loopgate)` and its like resolve to; see [`Env::exe`].
     pub exe: Option<PathBuf>,
-    /// `protected` with symlinks resolved, computed once per call on first use.
+    /// For this process's environment: the project and state dirs the protected paths are
+    /// computed from, on first use. Most commands name no path, and then neither the paths
+    /// (a score of joins, the config dir) nor the binary's own path (a `readlink`) are needed.
+    process: Option<(Option<PathBuf>, Option<PathBuf>)>,
+    /// The protected paths and the binary, computed from `process`.
+    lazy: std::cell::OnceCell<(Vec<(PathBuf, Kind)>, Option<PathBuf>)>,
+    /// The protected paths with symlinks resolved, computed once per call on first use.
     resolved: std::cell::OnceCell<Vec<(PathBuf, Kind)>>,
 }
 
@@ -71,32 +79,66 @@ impl Env {
             .or_else(|| project.map(Path::to_path_buf))
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("/"));
-        let exe = std::env::current_exe().ok();
-        let mut env = Env {
+        Env {
             home,
             cwd,
-            vars: HashMap::new(),
             process_env: true,
-            protected: Vec::new(),
-            exe: exe.clone(),
-            resolved: Default::default(),
-        };
-        env.protect_defaults(project, state_dir);
-        if let Some(user) = crate::config::user_config_file() {
-            env.protected.push((user, Kind::Config));
+            process: Some((
+                project.map(Path::to_path_buf),
+                state_dir.map(Path::to_path_buf),
+            )),
+            ..Default::default()
         }
-        if let Some(d) = crate::store::Store::default_dir() {
-            env.protected.push((d, Kind::State));
+    }
+
+    /// What the guard protects: the paths given, or for this process's environment every
+    /// default, the user's config file, the default state dir and the running binary.
+    pub fn protected(&self) -> &[(PathBuf, Kind)] {
+        match &self.process {
+            None => &self.protected,
+            Some(_) => &self.from_process_paths().0,
         }
-        if let Some(e) = exe {
-            env.protected.push((e, Kind::Binary));
+    }
+
+    /// The running binary (for this process's environment, asked of the OS on first use).
+    pub fn exe(&self) -> Option<&Path> {
+        match &self.process {
+            None => self.exe.as_deref(),
+            Some(_) => self.from_process_paths().1.as_deref(),
         }
-        env
+    }
+
+    fn from_process_paths(&self) -> &(Vec<(PathBuf, Kind)>, Option<PathBuf>) {
+        self.lazy.get_or_init(|| {
+            let (project, state_dir) = self.process.clone().unwrap_or_default();
+            let mut p = self.default_protected(project.as_deref(), state_dir.as_deref());
+            if let Some(user) = crate::config::user_config_file() {
+                p.push((user, Kind::Config));
+            }
+            if let Some(d) = crate::store::Store::default_dir() {
+                p.push((d, Kind::State));
+            }
+            let exe = std::env::current_exe().ok();
+            if let Some(e) = &exe {
+                p.push((e.clone(), Kind::Binary));
+            }
+            (p, exe)
+        })
+    }
+
+    /// Adds the protected paths every environment has (see [`Env::default_protected`]).
+    pub fn protect_defaults(&mut self, project: Option<&Path>, state_dir: Option<&Path>) {
+        let p = self.default_protected(project, state_dir);
+        self.protected.extend(p);
     }
 
     /// The protected paths every environment has: the state dir(s), the config files, Claude
     /// Code's settings (user, project, local, managed).
-    pub fn protect_defaults(&mut self, project: Option<&Path>, state_dir: Option<&Path>) {
+    fn default_protected(
+        &self,
+        project: Option<&Path>,
+        state_dir: Option<&Path>,
+    ) -> Vec<(PathBuf, Kind)> {
         let var = |k: &str| self.var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
         let mut p: Vec<(PathBuf, Kind)> = Vec::new();
         if let Some(d) = state_dir {
@@ -136,7 +178,7 @@ impl Env {
             PathBuf::from("/Library/Application Support/ClaudeCode"),
             Kind::Settings,
         ));
-        self.protected.extend(p);
+        p
     }
 
     /// Expands `~`, `$NAME` and `${NAME}` (from `local`, then the environment). Unknown variables
@@ -240,12 +282,12 @@ impl Env {
             }
         }
         let resolved = self.resolved.get_or_init(|| {
-            self.protected
+            self.protected()
                 .iter()
                 .map(|(p, k)| (resolve(p), *k))
                 .collect()
         });
-        for (pf, kind) in self.protected.iter().chain(resolved) {
+        for (pf, kind) in self.protected().iter().chain(resolved) {
             for f in &forms {
                 let inside = f.starts_with(pf);
                 let holds = op == Op::Remove && pf.starts_with(f);
@@ -260,7 +302,7 @@ impl Env {
     /// Every protected path at or under `dir` (for `find`, whose name filters pick among them).
     pub fn held_by(&self, dir: &Path) -> Vec<(Kind, PathBuf)> {
         let forms = [dir.to_path_buf(), resolve(dir)];
-        self.protected
+        self.protected()
             .iter()
             .filter(|(p, _)| {
                 forms
@@ -280,7 +322,7 @@ impl Env {
             require_literal_separator: true,
             require_literal_leading_dot: true,
         };
-        for (p, kind) in &self.protected {
+        for (p, kind) in self.protected() {
             let mut candidates: Vec<&Path> = vec![p.as_path()];
             if op == Op::Remove {
                 candidates.extend(p.ancestors().skip(1));
