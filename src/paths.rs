@@ -27,12 +27,16 @@ pub fn home_dir() -> Option<PathBuf> {
 fn base_dirs() -> Option<&'static directories::BaseDirs> {
     static DIRS: OnceLock<Option<directories::BaseDirs>> = OnceLock::new();
     DIRS.get_or_init(|| {
-        if cfg!(unix) && std::env::var_os("HOME").is_none_or(|h| h.is_empty()) {
+        if !home_is_set() {
             return None;
         }
         directories::BaseDirs::new()
     })
     .as_ref()
+}
+
+fn home_is_set() -> bool {
+    !cfg!(unix) || std::env::var_os("HOME").is_some_and(|h| !h.is_empty())
 }
 
 /// Like [`home_dir`], for callers that cannot go on without it.
@@ -46,7 +50,10 @@ pub fn require_home() -> Result<PathBuf> {
 fn project_dirs() -> Option<&'static directories::ProjectDirs> {
     static DIRS: OnceLock<Option<directories::ProjectDirs>> = OnceLock::new();
     DIRS.get_or_init(|| {
-        base_dirs()?;
+        // Not `base_dirs()`: a hook call needs only these, and each set costs a dozen lookups.
+        if !home_is_set() {
+            return None;
+        }
         directories::ProjectDirs::from("", "", "loopgate")
     })
     .as_ref()

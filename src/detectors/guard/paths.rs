@@ -36,6 +36,9 @@ pub enum Op {
     Remove,
 }
 
+/// The protected paths of this process's environment, and the running binary.
+type ProcessPaths = (Vec<(PathBuf, Kind)>, Option<PathBuf>);
+
 /// Everything the guard needs to know about where it runs. Built from the process environment in
 /// production ([`Env::from_process`]) and by hand in tests.
 #[derive(Debug, Clone, Default)]
@@ -58,7 +61,7 @@ pub struct Env {
     /// (a score of joins, the config dir) nor the binary's own path (a `readlink`) are needed.
     process: Option<(Option<PathBuf>, Option<PathBuf>)>,
     /// The protected paths and the binary, computed from `process`.
-    lazy: std::cell::OnceCell<(Vec<(PathBuf, Kind)>, Option<PathBuf>)>,
+    lazy: std::cell::OnceCell<ProcessPaths>,
     /// The protected paths with symlinks resolved, computed once per call on first use.
     resolved: std::cell::OnceCell<Vec<(PathBuf, Kind)>>,
 }
@@ -96,7 +99,7 @@ impl Env {
     pub fn protected(&self) -> &[(PathBuf, Kind)] {
         match &self.process {
             None => &self.protected,
-            Some(_) => &self.from_process_paths().0,
+            Some(_) => &self.process_paths().0,
         }
     }
 
@@ -104,11 +107,11 @@ impl Env {
     pub fn exe(&self) -> Option<&Path> {
         match &self.process {
             None => self.exe.as_deref(),
-            Some(_) => self.from_process_paths().1.as_deref(),
+            Some(_) => self.process_paths().1.as_deref(),
         }
     }
 
-    fn from_process_paths(&self) -> &(Vec<(PathBuf, Kind)>, Option<PathBuf>) {
+    fn process_paths(&self) -> &ProcessPaths {
         self.lazy.get_or_init(|| {
             let (project, state_dir) = self.process.clone().unwrap_or_default();
             let mut p = self.default_protected(project.as_deref(), state_dir.as_deref());
