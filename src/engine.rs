@@ -525,13 +525,13 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
         ));
     }
     let denied = ctx.enforced() && strongest(&verdicts).is_some_and(|v| v.action >= Action::Deny);
-    let target = redact::target(tool, input);
+    let target = compact_str::CompactString::from(redact::target(tool, input));
     if denied {
         // It never runs: no Post event will come for it.
         agent.ledger.push(Entry {
             key,
             id: Entry::id_of(p.tool_use_id.as_deref().unwrap_or("")),
-            tool: crate::payload::clip(tool, 64),
+            tool: crate::payload::clip(tool, 64).into(),
             target,
             class,
             status: Status::Denied,
@@ -672,7 +672,7 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
         Some(pd) => (pd.key, pd.target, pd.start_ms, pd.epoch, pd.waited),
         None => (
             call_key(f.tool, f.input),
-            redact::target(f.tool, f.input),
+            redact::target(f.tool, f.input).into(),
             now,
             world_epoch - u32::from(novel),
             false,
@@ -686,7 +686,7 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     let entry = Entry {
         key,
         id: Entry::id_of(f.id),
-        tool: crate::payload::clip(f.tool, 64),
+        tool: crate::payload::clip(f.tool, 64).into(),
         target,
         class,
         status: f.status,

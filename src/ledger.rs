@@ -9,6 +9,7 @@
 
 use crate::canon::Digest16;
 use crate::outcome::ErrorClass;
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -108,9 +109,11 @@ pub struct Entry {
     /// batch event reports again.
     #[serde(default)]
     pub id: u64,
-    pub tool: String,
+    /// Short strings are kept inline (`CompactString`): decoding a 96-entry ledger on every call
+    /// then allocates nothing for the usual tool name and target.
+    pub tool: CompactString,
     /// What messages name the call by (`npm test`, a file path), clipped and secret-masked.
-    pub target: String,
+    pub target: CompactString,
     pub class: ToolClass,
     pub status: Status,
     /// The normalised answer, `None` when it carried no information (empty output, "ok").
@@ -158,7 +161,7 @@ impl Entry {
 pub struct Pending {
     pub id: String,
     pub key: Digest16,
-    pub target: String,
+    pub target: CompactString,
     pub start_ms: u64,
     pub epoch: u32,
     pub waited: bool,
@@ -379,7 +382,7 @@ mod tests {
             l.start(Pending {
                 id: format!("t{i}"),
                 key: d("k"),
-                target: String::new(),
+                target: CompactString::default(),
                 start_ms: i,
                 epoch: 0,
                 waited: false,

@@ -196,7 +196,7 @@ fn verdict(
     Verdict::new(NAME, Action::Deny, Severity::of_count(n + 1), reason)
         .loop_warning()
         .with("call", c.last.key.short())
-        .with("tool", c.last.tool.clone())
+        .with("tool", c.last.tool.as_str())
         .with("answers", n)
         .with("back_to_back", back_to_back)
         .with("allowed_repeats", allowed)

@@ -83,7 +83,7 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
 /// After an answer: the warning, once, when the `warn_at`-th distinct call returns it.
 pub fn on_answer(v: &View, e: &Entry) -> Option<Verdict> {
     let cfg = &v.config.detectors.stagnation;
-    if !cfg.enabled || cfg.ignore_tools.contains(&e.tool) {
+    if !cfg.enabled || cfg.ignore_tools.iter().any(|t| *t == e.tool) {
         return None;
     }
     let fam = family(e.class)?;
