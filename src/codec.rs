@@ -14,8 +14,12 @@
 use crate::state::SessionState;
 
 pub const MAGIC: [u8; 4] = *b"LGST";
-/// Bumped whenever the body's layout changes incompatibly; older files are then quarantined.
-pub const FORMAT: u16 = 1;
+/// Bumped whenever the body's layout changes incompatibly; files of a format this binary does
+/// not read are quarantined. 2 writes the ledger's entries as one block
+/// ([`crate::ledger_block`]); 1, the same state with entries field by field, is still read.
+pub const FORMAT: u16 = 2;
+/// The previous format, still read.
+const FORMAT_ENTRIES_BY_FIELD: u16 = 1;
 pub const HEADER: usize = 24;
 
 /// Why bytes are not a usable state.
@@ -48,12 +52,17 @@ impl std::fmt::Display for Bad {
 
 /// Encodes `state` as generation `generation`, header included, ready to be written at once.
 pub fn encode(state: &SessionState, generation: u64) -> Result<Vec<u8>, String> {
+    encode_as(state, generation, FORMAT)
+}
+
+/// [`encode`] with the header's format given (tests write the previous format with it).
+fn encode_as(state: &SessionState, generation: u64, format: u16) -> Result<Vec<u8>, String> {
     let mut buf = Vec::with_capacity(16 << 10);
     buf.resize(HEADER, 0);
     let mut buf = postcard::to_extend(state, buf).map_err(|e| e.to_string())?;
     let len = u32::try_from(buf.len() - HEADER).map_err(|_| "state too large".to_string())?;
     buf[0..4].copy_from_slice(&MAGIC);
-    buf[4..6].copy_from_slice(&FORMAT.to_le_bytes());
+    buf[4..6].copy_from_slice(&format.to_le_bytes());
     buf[6..8].copy_from_slice(&0u16.to_le_bytes());
     buf[8..16].copy_from_slice(&generation.to_le_bytes());
     buf[16..20].copy_from_slice(&len.to_le_bytes());
@@ -68,7 +77,7 @@ pub fn peek_header(bytes: &[u8]) -> Result<(u64, usize), Bad> {
         return Err(Bad::NotOurs);
     }
     let format = u16::from_le_bytes([bytes[4], bytes[5]]);
-    if format != FORMAT {
+    if format != FORMAT && format != FORMAT_ENTRIES_BY_FIELD {
         return Err(Bad::Format(format));
     }
     let generation = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
@@ -88,6 +97,8 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
     if checksum(&bytes[..20], body) != want {
         return Err(Bad::Checksum);
     }
+    let _by_field = (bytes[4..6] == FORMAT_ENTRIES_BY_FIELD.to_le_bytes())
+        .then(crate::ledger_block::LegacyEntries::new);
     let state = postcard::from_bytes(body).map_err(|e| Bad::Body(e.to_string()))?;
     Ok((generation, state))
 }
@@ -213,8 +224,35 @@ mod tests {
         let json = serde_json::to_vec(&full_state()).unwrap();
         assert!(matches!(decode(&json), Err(Bad::NotOurs)));
         // A future format.
-        let mut v2 = bytes.clone();
-        v2[4] = 2;
-        assert!(matches!(decode(&v2), Err(Bad::Format(2))));
+        let mut next = bytes.clone();
+        next[4..6].copy_from_slice(&(FORMAT + 1).to_le_bytes());
+        assert_eq!(decode(&next).err(), Some(Bad::Format(FORMAT + 1)));
+    }
+
+    #[test]
+    fn the_previous_format_with_entries_field_by_field_is_still_read() {
+        let s = full_state();
+        let old = {
+            let _by_field = crate::ledger_block::LegacyEntries::new();
+            encode_as(&s, 7, FORMAT_ENTRIES_BY_FIELD).unwrap()
+        };
+        let new = encode(&s, 7).unwrap();
+        assert_ne!(
+            old[HEADER..],
+            new[HEADER..],
+            "the two formats lay entries out differently"
+        );
+        let (g, back) = decode(&old).unwrap();
+        assert_eq!(g, 7);
+        assert!(
+            same(&s, &back),
+            "a format-1 state decodes to the same state"
+        );
+        // Read as the new format, the old body is an error (caught by the format, not misread).
+        let mut relabelled = old.clone();
+        relabelled[4..6].copy_from_slice(&FORMAT.to_le_bytes());
+        let crc = checksum(&relabelled[..20], &relabelled[HEADER..]);
+        relabelled[20..24].copy_from_slice(&crc.to_le_bytes());
+        assert!(decode(&relabelled).is_err());
     }
 }

@@ -172,6 +172,7 @@ pub struct Pending {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Ledger {
+    #[serde(with = "crate::ledger_block")]
     pub entries: VecDeque<Entry>,
     pub pending: VecDeque<Pending>,
 }

@@ -20,6 +20,7 @@ pub mod gc;
 pub mod git;
 pub mod hook;
 pub mod ledger;
+pub mod ledger_block;
 pub mod noise;
 pub mod notice;
 pub mod outcome;
