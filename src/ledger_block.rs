@@ -84,12 +84,12 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VecDeque<Entry>, D
 fn write_entry(out: &mut Vec<u8>, e: &Entry) {
     out.extend_from_slice(&e.key.0);
     out.extend_from_slice(&e.id.to_le_bytes());
-    out.push(tool_class_code(e.class));
-    out.push(status_code(e.status));
+    out.push(code(&TOOL_CLASSES, &e.class));
+    out.push(code(&STATUSES, &e.status));
     write_digest(out, e.answer);
     write_digest(out, e.shape);
     out.push(u8::from(e.rich));
-    out.push(e.error_class.map_or(0, error_class_code));
+    out.push(e.error_class.map_or(0, |c| code(&ERROR_CLASSES, &c) + 1));
     out.extend_from_slice(&e.epoch.to_le_bytes());
     out.extend_from_slice(&e.epoch_after.to_le_bytes());
     out.push(u8::from(e.novel));
@@ -135,14 +135,14 @@ fn read_entries(mut bytes: &[u8]) -> Option<VecDeque<Entry>> {
 fn read_entry(b: &mut &[u8]) -> Option<Entry> {
     let key = Digest16(take(b)?);
     let id = u64::from_le_bytes(take(b)?);
-    let class = tool_class_of(byte(b)?)?;
-    let status = status_of(byte(b)?)?;
+    let class = of(&TOOL_CLASSES, byte(b)?)?;
+    let status = of(&STATUSES, byte(b)?)?;
     let answer = read_digest(b)?;
     let shape = read_digest(b)?;
     let rich = flag(b)?;
     let error_class = match byte(b)? {
         0 => None,
-        c => Some(error_class_of(c)?),
+        c => Some(of(&ERROR_CLASSES, c - 1)?),
     };
     let epoch = u32::from_le_bytes(take(b)?);
     let epoch_after = u32::from_le_bytes(take(b)?);
@@ -214,67 +214,40 @@ fn text<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
     std::str::from_utf8(s).ok()
 }
 
-fn tool_class_code(c: ToolClass) -> u8 {
-    match c {
-        ToolClass::Shell => 0,
-        ToolClass::Write => 1,
-        ToolClass::Edit => 2,
-        ToolClass::Read => 3,
-        ToolClass::Search => 4,
-        ToolClass::Other => 5,
-    }
+// Each enum's code is its place in one table, written out here rather than taken from the
+// declaration order, so reordering an enum cannot silently change the state format.
+const TOOL_CLASSES: [ToolClass; 6] = [
+    ToolClass::Shell,
+    ToolClass::Write,
+    ToolClass::Edit,
+    ToolClass::Read,
+    ToolClass::Search,
+    ToolClass::Other,
+];
+const STATUSES: [Status; 6] = [
+    Status::Ok,
+    Status::Failed,
+    Status::Rejected,
+    Status::Refused,
+    Status::Cancelled,
+    Status::Denied,
+];
+/// Code 0 is "none".
+const ERROR_CLASSES: [ErrorClass; 3] = [
+    ErrorClass::Transient,
+    ErrorClass::Deterministic,
+    ErrorClass::Unknown,
+];
+
+fn code<T: PartialEq>(table: &[T], v: &T) -> u8 {
+    table
+        .iter()
+        .position(|x| x == v)
+        .expect("every variant is in its table") as u8
 }
 
-fn tool_class_of(c: u8) -> Option<ToolClass> {
-    Some(match c {
-        0 => ToolClass::Shell,
-        1 => ToolClass::Write,
-        2 => ToolClass::Edit,
-        3 => ToolClass::Read,
-        4 => ToolClass::Search,
-        5 => ToolClass::Other,
-        _ => return None,
-    })
-}
-
-fn status_code(s: Status) -> u8 {
-    match s {
-        Status::Ok => 0,
-        Status::Failed => 1,
-        Status::Rejected => 2,
-        Status::Refused => 3,
-        Status::Cancelled => 4,
-        Status::Denied => 5,
-    }
-}
-
-fn status_of(c: u8) -> Option<Status> {
-    Some(match c {
-        0 => Status::Ok,
-        1 => Status::Failed,
-        2 => Status::Rejected,
-        3 => Status::Refused,
-        4 => Status::Cancelled,
-        5 => Status::Denied,
-        _ => return None,
-    })
-}
-
-fn error_class_code(c: ErrorClass) -> u8 {
-    match c {
-        ErrorClass::Transient => 1,
-        ErrorClass::Deterministic => 2,
-        ErrorClass::Unknown => 3,
-    }
-}
-
-fn error_class_of(c: u8) -> Option<ErrorClass> {
-    Some(match c {
-        1 => ErrorClass::Transient,
-        2 => ErrorClass::Deterministic,
-        3 => ErrorClass::Unknown,
-        _ => return None,
-    })
+fn of<T: Copy>(table: &[T], c: u8) -> Option<T> {
+    table.get(usize::from(c)).copied()
 }
 
 #[cfg(test)]
@@ -321,6 +294,16 @@ mod tests {
         let mut block = Vec::new();
         entries.iter().for_each(|e| write_entry(&mut block, e));
         assert_eq!(json(&read_entries(&block).unwrap()), json(&entries));
+    }
+
+    #[test]
+    fn enum_codes_stay_what_written_files_hold() {
+        // Written files depend on these codes: a reordered table would misread them.
+        let mut block = Vec::new();
+        write_entry(&mut block, &entry(1));
+        // key 16, id 8, then class and status; error class after both digests and `rich`.
+        assert_eq!((block[24], block[25]), (5, 1), "Other, Failed");
+        assert_eq!(block[26 + 17 + 17 + 1], 1, "Transient");
     }
 
     #[test]
