@@ -1,8 +1,8 @@
 //! Housekeeping of the state directory: session states, their lock and notice files,
 //! quarantined (unreadable) states and orphaned temp files that nobody touched for
 //! `[housekeeping] max_age_days` (default 7) are removed; quarantined files are also capped in
-//! number. `loopgate gc` runs it on demand; a hook call runs it at most once a day (one `stat`
-//! of a stamp file on every other call), so no call pays for it twice.
+//! number. `loopgate gc` runs it on demand; the first hook call of a session runs it at most once a
+//! day (one `stat` of a stamp file otherwise), so no call pays for it twice.
 //!
 //! A session whose lock another process holds is never touched. Also here: rotation of
 //! `events.jsonl` into several generations.
@@ -57,7 +57,12 @@ fn kind(name: &str) -> Kind {
         Kind::Temp
     } else if name.contains(".corrupt-") {
         Kind::Quarantined
-    } else if name.ends_with(".json") {
+    } else if name
+        .rsplit_once('.')
+        // `.json`: a state of the first format, which a hook call moves aside, but an abandoned
+        // session may have left one.
+        .is_some_and(|(_, ext)| ext == crate::store::EXT || ext == "json")
+    {
         Kind::Session
     } else if name.ends_with(".lock") {
         Kind::Lock
@@ -111,7 +116,7 @@ pub fn sweep(
     for (name, path, meta) in &entries {
         match kind(name) {
             Kind::Session if age(meta) > max_age => {
-                let stem = name.trim_end_matches(".json");
+                let stem = name.rsplit_once('.').map_or(name.as_str(), |(s, _)| s);
                 let lock = sessions.join(format!("{stem}.lock"));
                 // Hold the session's lock while removing it, so no hook is mid-update.
                 let guard = match OpenOptions::new().read(true).write(true).open(&lock) {
@@ -143,7 +148,10 @@ pub fn sweep(
             }
             Kind::Lock | Kind::Notice if age(meta) > max_age => {
                 let stem = name.rsplit_once('.').map(|(s, _)| s).unwrap_or(name);
-                if gone_sessions.iter().any(|s| s == stem) || exists(&format!("{stem}.json")) {
+                if gone_sessions.iter().any(|s| s == stem)
+                    || exists(&format!("{stem}.{}", crate::store::EXT))
+                    || exists(&format!("{stem}.json"))
+                {
                     continue; // handled with, or kept with, its session
                 }
                 if matches!(kind(name), Kind::Lock) {

@@ -183,8 +183,13 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
             &payload.session_id,
             &config_problems.join("\n"),
         );
+    // Files only pile up as sessions start, so a session's first call is when housekeeping
+    // looks at its stamp; the calls after it skip even that `stat`.
+    let first_call = lock.as_ref().is_some_and(|l| !l.session_known());
     drop(lock);
-    crate::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
+    if first_call {
+        crate::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
+    }
     let answer = if enforced {
         strongest(&verdicts).and_then(|v| crate::dialect::answer(agent, event, expected, v))
     } else {

@@ -598,3 +598,58 @@ fn a_project_file_cannot_loosen_loopgate() {
     }
     assert!(denied, "enforce mode and the repeat rule stay in force");
 }
+
+/// Housekeeping needs no manual `loopgate gc`: the first hook call of a new session removes
+/// sessions left untouched past `max_age_days`, once a day at most. Calls of a session already
+/// under way skip it (files pile up only as sessions start).
+#[test]
+fn a_new_sessions_first_call_sweeps_old_sessions() {
+    let mut env = Env::new();
+    let files_of = |env: &Env| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(env.state.join("sessions"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort();
+        v
+    };
+    let age = |path: &Path, days: u64| {
+        let when = std::time::SystemTime::now() - Duration::from_secs(days * 24 * 3600);
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    };
+    env.session = "abandoned-a-month-ago".into();
+    assert!(env.new_prompt("p-old").is_silent_allow());
+    let old = files_of(&env);
+    assert_eq!(old.len(), 2, "a lock and a state: {old:?}");
+    env.session = "under-way".into();
+    assert!(env.new_prompt("p-1").is_silent_allow());
+    let stamp = env.state.join("gc.stamp");
+    assert!(
+        stamp.is_file(),
+        "the first call of a session stamps its sweep"
+    );
+    old.iter().for_each(|p| age(p, 30));
+    age(&stamp, 2);
+
+    assert!(env.bash("ls", Ok("README.md")).is_silent_allow());
+    assert!(
+        old.iter().all(|p| p.exists()),
+        "a session under way does not sweep"
+    );
+
+    env.session = "new".into();
+    assert!(env.new_prompt("p-new").is_silent_allow());
+    let left = files_of(&env);
+    assert!(
+        old.iter().all(|p| !p.exists()),
+        "old session swept: {left:?}"
+    );
+    assert_eq!(left.len(), 4, "the two live sessions stay: {left:?}");
+    let stamped = std::fs::metadata(&stamp).unwrap().modified().unwrap();
+    assert!(stamped.elapsed().unwrap() < Duration::from_secs(3600));
+}
