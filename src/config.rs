@@ -374,49 +374,42 @@ impl<'a> Sources<'a> {
     }
 }
 
-/// This process's `LOOPGATE_*` variables (names and values that are UTF-8).
-///
-/// A hook inherits Claude Code's whole environment, often a hundred variables or more, and
-/// `std::env::vars_os` copies every one of them (two allocations each) to find these few: with a
-/// typical shell's environment that was a third of a hook call's instructions. On Linux the
-/// environment block is read whole from `/proc/self/environ` (one small read; loopgate never
-/// changes its own environment, so the block is current) and only matching entries are
-/// converted; elsewhere, or when `/proc` is not there, the std iterator does it.
+/// The `LOOPGATE_*` variables the process started with, when its entry point read them from the
+/// environment block in place (`main.rs`); set once, before anything reads them.
+static PROCESS_VARS: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+
+/// Called once by the entry point with what [`loopgate_pair`] kept of its environment block.
+pub fn set_process_vars(vars: Vec<(String, String)>) {
+    let _ = PROCESS_VARS.set(vars);
+}
+
+/// One environment entry (`NAME=value`) as a name and a value, if it is a `LOOPGATE_*` variable
+/// and both are UTF-8.
+pub fn loopgate_pair(entry: &[u8]) -> Option<(String, String)> {
+    if !entry.starts_with(b"LOOPGATE_") {
+        return None;
+    }
+    // A plain scan: memchr's dispatch set-up costs more than these few bytes.
+    let eq = entry.iter().position(|&b| b == b'=')?;
+    Some((
+        String::from_utf8(entry[..eq].to_vec()).ok()?,
+        String::from_utf8(entry[eq + 1..].to_vec()).ok()?,
+    ))
+}
+
+/// This process's `LOOPGATE_*` variables (names and values that are UTF-8): as the entry point
+/// found them, or else (tests, other platforms) through `std::env::vars_os`.
 pub fn loopgate_vars() -> Vec<(String, String)> {
-    const PREFIX: &[u8] = b"LOOPGATE_";
-    let pair = |k: &[u8], v: &[u8]| {
-        Some((
-            String::from_utf8(k.to_vec()).ok()?,
-            String::from_utf8(v.to_vec()).ok()?,
-        ))
-    };
-    #[cfg(target_os = "linux")]
-    {
-        use std::io::Read;
-        let mut block = Vec::with_capacity(16 << 10);
-        if std::fs::File::open("/proc/self/environ")
-            .and_then(|mut f| f.read_to_end(&mut block))
-            .is_ok()
-        {
-            // Entries are NUL-terminated: a match starts the block or follows a NUL.
-            let starts = block
-                .starts_with(PREFIX)
-                .then_some(0)
-                .into_iter()
-                .chain(memchr::memmem::find_iter(&block, b"\0LOOPGATE_").map(|at| at + 1));
-            return starts
-                .filter_map(|start| {
-                    let entry = &block[start..];
-                    let entry = &entry[..memchr::memchr(0, entry).unwrap_or(entry.len())];
-                    let eq = memchr::memchr(b'=', entry)?;
-                    pair(&entry[..eq], &entry[eq + 1..])
-                })
-                .collect();
-        }
+    if let Some(vars) = PROCESS_VARS.get() {
+        return vars.clone();
     }
     std::env::vars_os()
-        .filter(|(k, _)| k.as_encoded_bytes().starts_with(PREFIX))
-        .filter_map(|(k, v)| pair(k.as_encoded_bytes(), v.as_encoded_bytes()))
+        .filter_map(|(k, v)| {
+            let mut entry = k.into_encoded_bytes();
+            entry.push(b'=');
+            entry.extend_from_slice(v.as_encoded_bytes());
+            loopgate_pair(&entry)
+        })
         .collect()
 }
 
@@ -427,9 +420,9 @@ pub struct Loaded {
     /// Per leaf (`detectors.repeat.success`), where its value came from (empty when nothing
     /// overrode the defaults and provenance was not asked for).
     pub origins: std::collections::BTreeMap<String, crate::config_sources::Origin>,
-    /// The effective configuration as a TOML tree (what `loopgate config` prints); empty unless
-    /// [`Sources::provenance`] was set.
-    pub effective: toml::Value,
+    /// The effective configuration as a TOML tree (what `loopgate config` prints); `None` unless
+    /// [`Sources::provenance`] was set (an empty table would cost a hook call a random hash key).
+    pub effective: Option<toml::Table>,
     /// An explicit config file (`--config`, `LOOPGATE_CONFIG`) that does not exist.
     pub missing_explicit: Option<PathBuf>,
 }

@@ -296,7 +296,7 @@ pub fn load(src: &Sources) -> Loaded {
             config: Config::default(),
             problems,
             origins: BTreeMap::new(),
-            effective: Value::Table(Table::new()),
+            effective: None,
             missing_explicit,
         };
     }
@@ -317,7 +317,7 @@ pub fn load(src: &Sources) -> Loaded {
                 config,
                 problems,
                 origins: BTreeMap::new(),
-                effective: Value::Table(Table::new()),
+                effective: None,
                 missing_explicit,
             };
         }
@@ -415,7 +415,7 @@ pub fn load(src: &Sources) -> Loaded {
         config,
         problems,
         origins,
-        effective: Value::Table(merged),
+        effective: Some(merged),
         missing_explicit,
     }
 }

@@ -46,18 +46,10 @@ static BROKEN_PIPE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// Runs the CLI. A panic anywhere fails open: one stderr line, exit 1, the tool call proceeds.
 /// A reader that closed the pipe early ends a manual command quietly with exit 0.
 ///
-/// On Linux `main.rs` makes this the process's entry without Rust's runtime start-up (see there),
-/// so it also does the part of that start-up loopgate relies on: standard streams that are open,
-/// a write to a closed pipe that fails instead of killing, and stdout flushed at the end.
+/// On Linux `main.rs` makes this the process's entry without Rust's runtime start-up, and does
+/// there the part of that start-up loopgate relies on (standard streams that are open, a write to
+/// a closed pipe that fails instead of killing); this flushes stdout at the end, as it would.
 pub fn main_entry() -> Exit {
-    keep_standard_streams_open();
-    // A file-size limit (`ulimit -f`) must surface as EFBIG on the write, and a reader gone away
-    // as EPIPE, each handled like any write error, not as a silent death by signal. A handler
-    // (rather than SIG_IGN, which needs unsafe) has the same effect on the write.
-    let ignored = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGXFSZ, signal_hook::consts::SIGPIPE] {
-        let _ = signal_hook::flag::register(signal, ignored.clone());
-    }
     std::panic::set_hook(Box::new(|info| {
         let msg = info
             .payload()
@@ -82,24 +74,6 @@ pub fn main_entry() -> Exit {
     // would be lost.
     let _ = std::io::Write::flush(&mut std::io::stdout());
     exit
-}
-
-/// A standard stream the parent left closed must not become the next file opened: the state
-/// file would then receive the answer meant for stdout. Each `/dev/null` opened lands on the
-/// lowest free descriptor, so while that is 0, 1 or 2 it is kept there (what Rust's runtime does
-/// at start-up). The usual case costs an open and a close.
-fn keep_standard_streams_open() {
-    use std::os::fd::AsRawFd;
-    for _ in 0..3 {
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/null")
-        {
-            Ok(f) if f.as_raw_fd() <= 2 => std::mem::forget(f),
-            _ => return,
-        }
-    }
 }
 
 fn run() -> Exit {

@@ -153,10 +153,18 @@ impl Store {
 
     pub fn lock_stem(&self, stem: &str, timeout: Duration) -> Result<SessionLock> {
         let lock_path = self.path(stem, "lock");
-        let file = open_private(&lock_path)
+        let file = open_nofollow(&lock_path, true)
             .with_context(|| format!("cannot open lock file {}", lock_path.display()))?;
         lock_within(&file, &lock_path, timeout, "session state")?;
-        let known = file.metadata().map(|m| m.len() > 0).unwrap_or(false);
+        // One `stat`, after the lock: the file's type (as `open_private` checks it) and the mark
+        // an earlier call may have written while this one waited.
+        let meta = file
+            .metadata()
+            .with_context(|| format!("cannot stat lock file {}", lock_path.display()))?;
+        if !meta.file_type().is_file() {
+            bail!("lock file {} is not a regular file", lock_path.display());
+        }
+        let known = meta.len() > 0;
         Ok(SessionLock {
             file,
             state_path: self.path(stem, EXT),

@@ -41,10 +41,9 @@ pub fn run(loaded: &Loaded, as_json: bool) -> Result<()> {
     Ok(())
 }
 
-fn table(v: &Value) -> &Table {
+fn table(v: &Option<Table>) -> &Table {
     static EMPTY: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
-    v.as_table()
-        .unwrap_or_else(|| EMPTY.get_or_init(Table::new))
+    v.as_ref().unwrap_or_else(|| EMPTY.get_or_init(Table::new))
 }
 
 fn write_table(out: &mut impl Write, t: &Table, prefix: &str, loaded: &Loaded) -> Result<()> {

@@ -253,7 +253,7 @@ type Setting = (String, toml::Value, Origin);
 fn current_settings(loaded: &Loaded, table: &str) -> Vec<Setting> {
     let Some(toml::Value::Table(t)) = loaded
         .effective
-        .as_table()
+        .as_ref()
         .and_then(|e| config_sources::get(e, table))
     else {
         return Vec::new();
@@ -274,7 +274,7 @@ fn current_settings(loaded: &Loaded, table: &str) -> Vec<Setting> {
 /// Every table with an `enabled` switch: a detector (or the guard, ladder, breaker), the names
 /// it logs under, whether it is on, and its settings.
 fn watching(loaded: &Loaded) -> Vec<(String, Vec<String>, bool, Vec<Setting>)> {
-    let Some(root) = loaded.effective.as_table() else {
+    let Some(root) = loaded.effective.as_ref() else {
         return Vec::new();
     };
     let mut out = Vec::new();
