@@ -5,6 +5,8 @@ mod e2e;
 mod faults;
 mod fuzz;
 mod guard_table;
+#[cfg(unix)]
+mod link_order;
 mod operate;
 mod protocol;
 mod readme;
