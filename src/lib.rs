@@ -1,7 +1,8 @@
 //! loopgate: a Claude Code hook that detects an agent stuck in a loop and breaks the loop.
 //!
-//! `main` only calls [`main_entry`]; every hook call is a fresh process that reads one payload,
-//! updates the locked session state, and answers in the exact JSON Claude Code expects.
+//! `main` calls [`main_entry`] (on Linux after its own process start-up, see `main.rs`); every
+//! hook call is a fresh process that reads one payload, updates the locked session state, and
+//! answers in the exact JSON Claude Code expects.
 
 pub mod bounded;
 pub mod canon;
