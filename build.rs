@@ -1,5 +1,6 @@
 //! Puts the commit loopgate was built from into `--version` (LOOPGATE_COMMIT); "unknown" when
-//! the source is not a git checkout (a crates.io package, a tarball).
+//! the source is not a git checkout (a crates.io package, a tarball). Also relinks when the
+//! hook path's link order changes.
 
 use std::process::Command;
 
@@ -14,6 +15,9 @@ fn git(args: &[&str]) -> Option<String> {
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // The x86_64 Linux linker reads these (contrib/link-hot-first): a new order must relink.
+    println!("cargo:rerun-if-changed=contrib/hot-functions.txt");
+    println!("cargo:rerun-if-changed=contrib/link-hot-first");
     let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=LOOPGATE_COMMIT={commit}");
     // Rebuild when HEAD moves: watch HEAD and the branch it points to, when they are files.
