@@ -55,7 +55,7 @@ enum Kind {
 fn kind(name: &str) -> Kind {
     if name.starts_with(".tmp-") {
         Kind::Temp
-    } else if name.contains(".corrupt-") {
+    } else if name.contains(".corrupt-") || name.contains(".legacy-json-") {
         Kind::Quarantined
     } else if name
         .rsplit_once('.')
@@ -302,11 +302,15 @@ mod tests {
         let old_tmp = file(&s, ".tmp-abc", 1);
         let new_q = file(&s, "eeee.corrupt-1-2", 1);
         let old_q = file(&s, "ffff.corrupt-1-2", 8);
+        // A state of today's format with its lock, and a first-format state moved aside.
+        let old_state = file(&s, "gggg.state", 8);
+        let old_state_lock = file(&s, "gggg.lock", 8);
+        let old_legacy = file(&s, "hhhh.legacy-json-1-2", 8);
         let cfg = Housekeeping::default();
         let age = max_age(&cfg);
 
         let dry = sweep(d.path(), age, 20, SystemTime::now(), true).unwrap();
-        assert_eq!(dry.total(), 6);
+        assert_eq!(dry.total(), 9);
         assert!(old_json.exists(), "a dry run removes nothing");
 
         let swept = sweep(d.path(), age, 20, SystemTime::now(), false).unwrap();
@@ -319,7 +323,7 @@ mod tests {
                 swept.quarantined,
                 swept.busy
             ),
-            (1, 2, 1, 1, 1, 1)
+            (2, 3, 1, 1, 2, 1)
         );
         for gone in [
             &old_json,
@@ -328,6 +332,9 @@ mod tests {
             &orphan_lock,
             &old_tmp,
             &old_q,
+            &old_state,
+            &old_state_lock,
+            &old_legacy,
         ] {
             assert!(!gone.exists(), "{}", gone.display());
         }
