@@ -1014,6 +1014,11 @@ fn instructions(inv: &Invocation, ctx: &Ctx) -> Result<u64, String> {
         stdin: inv.stdin.clone(),
     };
     let (_, out) = run_raw(&wrapped, ctx)?;
+    // A call that died (a signal under valgrind) or failed open ran only part of its path: its
+    // count would pass for a real one.
+    if !out.status.success() {
+        return Err(describe_failure(&out));
+    }
     let stderr = String::from_utf8_lossy(&out.stderr);
     stderr
         .lines()
