@@ -75,6 +75,8 @@ pub struct ConfigArg {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Hook: SessionStart (makes a new session's files before its first prompt)
+    SessionStart,
     /// Hook: PreToolUse (may deny a repeated call)
     PreToolUse,
     /// Hook: PostToolUse (records the outcome)
@@ -274,6 +276,7 @@ impl Command {
     /// The hook event a hook subcommand expects on stdin.
     pub fn hook_event(&self) -> Option<Event> {
         Some(match self {
+            Command::SessionStart => Event::SessionStart,
             Command::PreToolUse => Event::PreToolUse,
             Command::PostToolUse => Event::PostToolUse,
             Command::PostToolUseFailure => Event::PostToolUseFailure,
@@ -288,6 +291,7 @@ impl Command {
     /// The subcommand's name as typed.
     pub fn name(&self) -> &'static str {
         match self {
+            Command::SessionStart => "session-start",
             Command::PreToolUse => "pre-tool-use",
             Command::PostToolUse => "post-tool-use",
             Command::PostToolUseFailure => "post-tool-use-failure",

@@ -87,6 +87,9 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         cli.observe,
         project_dir.as_deref(),
     ));
+    if event == Event::SessionStart {
+        return session_start(cli, &payload.session_id, &loaded.config);
+    }
     let config_problems = loaded.problems.clone();
     let mut problems = loaded.problems;
     let cfg = loaded.config;
@@ -234,6 +237,37 @@ fn open_store(cli: &Cli, notices: &mut Vec<String>) -> Result<Store> {
         fallback.display()
     ));
     Ok(store)
+}
+
+/// SessionStart makes a new session's lock and state files, so that its first prompt creates none:
+/// a file creation costs milliseconds on some filesystems (NFS, a journal-less ext4 after
+/// deletions), while a session's start is not waited on. Anything else (a resumed session, a state
+/// to move aside, a busy lock, a config problem) is left to the session's next event, which judges
+/// and reports it; this answers nothing, since its stdout would reach the model (observed).
+fn session_start(cli: &Cli, session_id: &str, cfg: &config::Config) -> Result<Done> {
+    let silent = || Done {
+        stdout: None,
+        problems: Vec::new(),
+        exit: Exit::Ok,
+    };
+    let store = open_store(cli, &mut Vec::new())?;
+    let wait = Duration::from_millis(cfg.lock_timeout_ms.min(MAX_LOCK_WAIT_MS));
+    let lock = match store.lock(session_id, wait) {
+        Ok(l) => l,
+        Err(e) if e.downcast_ref::<LockBusy>().is_some() => return Ok(silent()),
+        Err(e) => return Err(e),
+    };
+    let state = store.state_path(session_id);
+    let untouched = |p: &std::path::Path| std::fs::symlink_metadata(p).is_err();
+    if !lock.session_known() && untouched(&state) && untouched(&state.with_extension("json")) {
+        store.save(
+            &lock,
+            &SessionState::new(session_id, crate::clock::now_ms()),
+        )?;
+        drop(lock);
+        crate::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
+    }
+    Ok(silent())
 }
 
 /// An event-log line for a notice (not a verdict: nothing was denied for it).

@@ -302,6 +302,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
             "--config" => config = Some(value()?),
             "--agent" => agent = Some(dialect::Agent::parse(value()?.to_str()?)?),
             _ if inline.is_some() || command.is_some() => return None,
+            "session-start" => command = Some(C::SessionStart),
             "pre-tool-use" => command = Some(C::PreToolUse),
             "post-tool-use" => command = Some(C::PostToolUse),
             "post-tool-use-failure" => command = Some(C::PostToolUseFailure),
@@ -340,6 +341,7 @@ mod tests {
             &["--config", "/c", "post-tool-use-failure"],
             &["post-tool-batch"],
             &["subagent-stop"],
+            &["session-start"],
             &["--agent", "codex", "pre-tool-use"],
             &["--agent=gemini", "--observe", "stop"],
         ] {

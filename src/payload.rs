@@ -8,6 +8,9 @@ use serde_json::Value;
 /// Hook events loopgate understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
+    /// Claude Code's session start, before the first prompt: only a new session's files are
+    /// made, so the first prompt creates none.
+    SessionStart,
     PreToolUse,
     PostToolUse,
     PostToolUseFailure,
@@ -20,6 +23,7 @@ pub enum Event {
 impl Event {
     pub fn parse(name: &str) -> Option<Event> {
         Some(match name {
+            "SessionStart" => Event::SessionStart,
             "PreToolUse" => Event::PreToolUse,
             "PostToolUse" => Event::PostToolUse,
             "PostToolUseFailure" => Event::PostToolUseFailure,
@@ -33,6 +37,7 @@ impl Event {
 
     pub fn name(self) -> &'static str {
         match self {
+            Event::SessionStart => "SessionStart",
             Event::PreToolUse => "PreToolUse",
             Event::PostToolUse => "PostToolUse",
             Event::PostToolUseFailure => "PostToolUseFailure",

@@ -69,6 +69,8 @@ pub fn answer(event: Event, v: &Verdict) -> Option<String> {
         }),
         // A warning on Stop would make Claude continue (observed): say nothing instead.
         (Event::Stop | Event::SubagentStop, Action::Warn | Action::Ask) => return None,
+        // Nothing judges a session's start; its stdout would reach the model (observed).
+        (Event::SessionStart, _) => return None,
     };
     Some(out.to_string())
 }

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 /// The hook events loopgate listens to, with its subcommand for each and whether it is a tool
 /// event (tool events get `"matcher": "*"`; the others ignore matchers, so they get none).
 pub const HOOKS: &[(&str, &str, bool)] = &[
+    ("SessionStart", "session-start", false),
     ("PreToolUse", "pre-tool-use", true),
     ("PostToolUse", "post-tool-use", true),
     ("PostToolUseFailure", "post-tool-use-failure", true),
@@ -780,7 +781,7 @@ mod tests {
             "hooks": {
                 "PreToolUse": [other_pre],
                 "Stop": [other_stop],
-                "SessionStart": [{"hooks": [handler("echo hi")]}],
+                "SessionEnd": [{"hooks": [handler("echo bye")]}],
             },
         });
         let after = merged(settings.clone(), PREFIX);
@@ -788,8 +789,8 @@ mod tests {
         assert_eq!(after["model"], "opus");
         assert_eq!(after["permissions"], settings["permissions"]);
         assert_eq!(
-            after["hooks"]["SessionStart"],
-            settings["hooks"]["SessionStart"]
+            after["hooks"]["SessionEnd"],
+            settings["hooks"]["SessionEnd"]
         );
         assert_eq!(
             after["hooks"]["PreToolUse"],
@@ -819,7 +820,7 @@ mod tests {
                 {"matcher": "Bash", "hooks": [handler("guard.sh")]},
             ],
             "Stop": [{"hooks": [handler("notify-send done"), handler("'/home/a b/bin/loopgate' stop")]}],
-            "SessionStart": [{"hooks": [handler("loopgate session-start")]}],
+            "SessionEnd": [{"hooks": [handler("loopgate session-end")]}],
             "Notification": [{"hooks": [handler("LOOPGATE_X=1 loopgate notify")]}, {"hooks": [handler("beep")]}],
         }});
         let new_prefix = "/new/bin/loopgate --observe";
@@ -836,7 +837,7 @@ mod tests {
             json!([{"hooks": [handler("notify-send done")]}, ours["Stop"][0]])
         );
         // Events loopgate no longer uses lose its entries, and the emptied array with them.
-        assert!(after["hooks"].get("SessionStart").is_none());
+        assert!(after["hooks"].get("SessionEnd").is_none());
         assert_eq!(
             after["hooks"]["Notification"],
             json!([{"hooks": [handler("beep")]}])

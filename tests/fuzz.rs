@@ -18,7 +18,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Every hook subcommand and the event it answers for.
-const HOOKS: [(&str, &str); 7] = [
+const HOOKS: [(&str, &str); 8] = [
+    ("session-start", "SessionStart"),
     ("pre-tool-use", "PreToolUse"),
     ("post-tool-use", "PostToolUse"),
     ("post-tool-use-failure", "PostToolUseFailure"),

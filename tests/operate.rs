@@ -331,7 +331,7 @@ fn doctor_passes_a_good_install_and_names_the_fix_for_each_break() {
     let good = doctor(&env, &bin_dir);
     assert_eq!(good.code, 0, "{}{}", good.stdout, good.stderr);
     assert!(
-        good.stdout.contains("✓ hooks wired once: all 7 events"),
+        good.stdout.contains("✓ hooks wired once: all 8 events"),
         "{}",
         good.stdout
     );
@@ -652,4 +652,65 @@ fn a_new_sessions_first_call_sweeps_old_sessions() {
     assert_eq!(left.len(), 4, "the two live sessions stay: {left:?}");
     let stamped = std::fs::metadata(&stamp).unwrap().modified().unwrap();
     assert!(stamped.elapsed().unwrap() < Duration::from_secs(3600));
+}
+
+/// SessionStart, which Claude Code fires before the first prompt, makes a new session's lock and
+/// state files and answers nothing (its stdout would reach the model): the first prompt then
+/// creates no file. A resumed session's start changes nothing.
+#[test]
+fn session_start_makes_a_new_sessions_files_and_says_nothing() {
+    let mut env = Env::new().git();
+    let files = |env: &Env| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(env.state.join("sessions"))
+            .map(|rd| {
+                rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let start = |env: &Env, source: &str| {
+        let mut p = env.base("SessionStart", json!({ "source": source }));
+        p.as_object_mut().unwrap().remove("prompt_id");
+        p.as_object_mut().unwrap().remove("permission_mode");
+        env.hook("session-start", &p)
+    };
+
+    let out = start(&env, "startup");
+    assert!(out.is_silent_allow(), "{:?} {:?}", out.stdout, out.stderr);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    let made = files(&env);
+    assert_eq!(made.len(), 2, "the session's lock and state: {made:?}");
+    assert!(
+        made.iter().any(|f| f.ends_with(".lock")) && made.iter().any(|f| f.ends_with(".state"))
+    );
+
+    assert!(env.new_prompt("p-1").is_silent_allow());
+    assert!(env.bash("ls", Ok("README.md")).is_silent_allow());
+    assert_eq!(
+        files(&env),
+        made,
+        "the first prompt and call create no file"
+    );
+    let status = env.status();
+    assert_eq!(status[0]["totals"]["calls"], 1, "{status:#}");
+    assert!(
+        made.iter().any(|f| status[0]["state_file"] == f.as_str()),
+        "status names the state file: {}",
+        status[0]["state_file"]
+    );
+
+    let state = std::fs::read(env.state_file()).unwrap();
+    let out = start(&env, "resume");
+    assert!(out.is_silent_allow() && out.stderr.is_empty());
+    assert_eq!(
+        std::fs::read(env.state_file()).unwrap(),
+        state,
+        "a resume changes nothing"
+    );
+    assert!(
+        env.events().iter().all(|e| e["event"] != "SessionStart"),
+        "nothing is logged for a session's start"
+    );
 }

@@ -280,6 +280,7 @@ fn every_real_fixture_is_accepted() {
         let name = path.file_name().unwrap().to_str().unwrap().to_string();
         let p = fixture(&name);
         let sub = match p["hook_event_name"].as_str().unwrap() {
+            "SessionStart" => "session-start",
             "PreToolUse" => "pre-tool-use",
             "PostToolUse" => "post-tool-use",
             "PostToolUseFailure" => "post-tool-use-failure",
@@ -287,7 +288,7 @@ fn every_real_fixture_is_accepted() {
             "Stop" => "stop",
             "SubagentStop" => "subagent-stop",
             "UserPromptSubmit" => "user-prompt-submit",
-            _ => continue, // SessionStart, SessionEnd, SubagentStart: not hooked
+            _ => continue, // SessionEnd, SubagentStart: not hooked
         };
         let out = env.run(&[sub], &std::fs::read(&path).unwrap());
         assert_eq!(out.code, 0, "{name}: {}", out.stderr);

@@ -103,7 +103,7 @@ pub fn summary(stem: &str, s: &SessionState) -> Value {
         .collect();
     let mut out = json!({
         "session": s.session,
-        "state_file": format!("{stem}.json"),
+        "state_file": format!("{stem}.{}", crate::store::EXT),
         "started": rfc3339(s.started_ms),
         "updated": rfc3339(s.updated_ms),
         "turn": s.turn,

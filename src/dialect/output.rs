@@ -84,6 +84,7 @@ fn gemini_name(e: Event) -> &'static str {
         Event::Stop | Event::SubagentStop => "AfterAgent",
         Event::UserPromptSubmit => "BeforeAgent",
         Event::PostToolBatch => "AfterTool",
+        Event::SessionStart => "SessionStart",
     }
 }
 

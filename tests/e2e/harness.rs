@@ -20,7 +20,8 @@ use tempfile::TempDir;
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Hook events loopgate handles, with its subcommand for each.
-pub const HOOKS: [(&str, &str); 7] = [
+pub const HOOKS: [(&str, &str); 8] = [
+    ("SessionStart", "session-start"),
     ("PreToolUse", "pre-tool-use"),
     ("PostToolUse", "post-tool-use"),
     ("PostToolUseFailure", "post-tool-use-failure"),

@@ -44,6 +44,15 @@ fn e2e_repeated_failing_command_is_denied_and_stays_denied() {
     let prompt = "Read the settings file.";
     let run = s.run(prompt, looping_script(prompt));
     assert_clean_exit(&run);
+    // loopgate's SessionStart hook says nothing: a SessionStart hook's output would be put
+    // before the first request's system context (hooks-observed.md).
+    assert!(
+        run.system_messages("main")
+            .iter()
+            .all(|m| !m.contains("SessionStart")),
+        "{:?}",
+        run.system_messages("main")
+    );
 
     let results = call_results(&run, 8);
     let first = assert_loop_broken(&run, &results, "Bash");

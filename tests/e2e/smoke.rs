@@ -77,6 +77,7 @@ fn e2e_harness_drives_the_real_cli_with_a_recorder_hook() {
             .count()
     };
     assert_eq!(count("PostToolBatch"), 4);
+    assert_eq!(count("SessionStart"), 1);
     assert_eq!(count("UserPromptSubmit"), 1);
     assert_eq!(count("Stop"), 1);
     let project = fs::canonicalize(&s.project).unwrap().display().to_string();
