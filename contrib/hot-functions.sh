@@ -23,7 +23,7 @@ git -C "$work/project" -c user.name=x -c user.email=x@x commit -qm init
 n=0
 for fixture in "$repo"/tests/fixtures/basic-*.json; do
     event="$(sed -n 's/.*"hook_event_name": *"\([A-Za-z]*\)".*/\1/p' "$fixture" | head -1)"
-    case "$event" in SessionStart | SessionEnd | "") continue ;; esac
+    case "$event" in SessionEnd | "") continue ;; esac
     sub="$(printf '%s' "$event" | sed -E 's/([a-z])([A-Z])/\1-\2/g' | tr 'A-Z' 'a-z')"
     n=$((n + 1))
     (cd "$work/project" && env -i PATH="$PATH" HOME="$work/home" CLAUDECODE=1 \
