@@ -24,6 +24,11 @@ const MAX_INPUT: u64 = 64 << 20;
 /// when another process holds the lock on purpose. Past it the call is judged without saving.
 const MAX_LOCK_WAIT_MS: u64 = 5000;
 
+/// How long a call waits for the session lock or the event log's: the config's, capped.
+fn lock_wait(cfg: &config::Config) -> Duration {
+    Duration::from_millis(cfg.lock_timeout_ms.min(MAX_LOCK_WAIT_MS))
+}
+
 pub fn run(cli: &Cli, expected: Event) -> Exit {
     if let Some(agent) = cli.agent {
         crate::exit::fail_open_with(agent.fail_open_code());
@@ -98,8 +103,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     let mut notices: Vec<String> = Vec::new();
     let store = open_store(cli, &mut notices)?;
     let now_ms = crate::clock::now_ms();
-    let wait = Duration::from_millis(cfg.lock_timeout_ms.min(MAX_LOCK_WAIT_MS));
-    let lock = match store.lock(&payload.session_id, wait) {
+    let lock = match store.lock(&payload.session_id, lock_wait(&cfg)) {
         Ok(l) => Some(l),
         Err(e) if e.downcast_ref::<LockBusy>().is_some() => {
             notices.push(format!(
@@ -176,8 +180,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     };
     let mut lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
     lines.extend(notices.iter().map(|n| notice_line(&meta, n)));
-    let log_timeout = Duration::from_millis(cfg.lock_timeout_ms.min(MAX_LOCK_WAIT_MS));
-    if let Err(e) = events::append(store.dir(), &lines, &cfg.log, log_timeout) {
+    if let Err(e) = events::append(store.dir(), &lines, &cfg.log, lock_wait(&cfg)) {
         problems.push(format!("{e:#}"));
     }
     let notify = !config_problems.is_empty()
@@ -251,15 +254,12 @@ fn session_start(cli: &Cli, session_id: &str, cfg: &config::Config) -> Result<Do
         exit: Exit::Ok,
     };
     let store = open_store(cli, &mut Vec::new())?;
-    let wait = Duration::from_millis(cfg.lock_timeout_ms.min(MAX_LOCK_WAIT_MS));
-    let lock = match store.lock(session_id, wait) {
+    let lock = match store.lock(session_id, lock_wait(cfg)) {
         Ok(l) => l,
         Err(e) if e.downcast_ref::<LockBusy>().is_some() => return Ok(silent()),
         Err(e) => return Err(e),
     };
-    let state = store.state_path(session_id);
-    let untouched = |p: &std::path::Path| std::fs::symlink_metadata(p).is_err();
-    if !lock.session_known() && untouched(&state) && untouched(&state.with_extension("json")) {
+    if lock.session_is_new() {
         store.save(
             &lock,
             &SessionState::new(session_id, crate::clock::now_ms()),

@@ -50,6 +50,18 @@ impl SessionLock {
     pub fn session_known(&self) -> bool {
         self.known
     }
+
+    /// No state was ever saved for this session and none lies in its place, of either format:
+    /// one can be written without anything to report or move aside first.
+    pub fn session_is_new(&self) -> bool {
+        let absent = |p: &Path| fs::symlink_metadata(p).is_err();
+        !self.known && absent(&self.state_path) && absent(&legacy_path(&self.state_path))
+    }
+}
+
+/// Where a state of the first (JSON) format lies beside today's state file.
+fn legacy_path(state_path: &Path) -> PathBuf {
+    state_path.with_extension("json")
 }
 
 /// A state that could not be used was moved here; the caller reports it.
@@ -216,7 +228,7 @@ impl Store {
 
     /// A state file of the previous (JSON) format is moved aside whole, never parsed.
     fn quarantine_legacy(&self, path: &Path) -> Result<Option<Quarantined>> {
-        let legacy = path.with_extension("json");
+        let legacy = legacy_path(path);
         if fs::symlink_metadata(&legacy).is_err() {
             return Ok(None);
         }

@@ -25,6 +25,22 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// The files in the state dir's `sessions/`, sorted (none when it does not exist yet).
+fn session_files(env: &Env) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(env.state.join("sessions"))
+        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn session_names(env: &Env) -> Vec<String> {
+    session_files(env)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
 fn system_message(out: &Out) -> Option<String> {
     if out.stdout.is_empty() {
         return None;
@@ -605,14 +621,6 @@ fn a_project_file_cannot_loosen_loopgate() {
 #[test]
 fn a_new_sessions_first_call_sweeps_old_sessions() {
     let mut env = Env::new();
-    let files_of = |env: &Env| -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(env.state.join("sessions"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        v.sort();
-        v
-    };
     let age = |path: &Path, days: u64| {
         let when = std::time::SystemTime::now() - Duration::from_secs(days * 24 * 3600);
         std::fs::File::options()
@@ -624,7 +632,7 @@ fn a_new_sessions_first_call_sweeps_old_sessions() {
     };
     env.session = "abandoned-a-month-ago".into();
     assert!(env.new_prompt("p-old").is_silent_allow());
-    let old = files_of(&env);
+    let old = session_files(&env);
     assert_eq!(old.len(), 2, "a lock and a state: {old:?}");
     env.session = "under-way".into();
     assert!(env.new_prompt("p-1").is_silent_allow());
@@ -644,7 +652,7 @@ fn a_new_sessions_first_call_sweeps_old_sessions() {
 
     env.session = "new".into();
     assert!(env.new_prompt("p-new").is_silent_allow());
-    let left = files_of(&env);
+    let left = session_files(&env);
     assert!(
         old.iter().all(|p| !p.exists()),
         "old session swept: {left:?}"
@@ -660,16 +668,6 @@ fn a_new_sessions_first_call_sweeps_old_sessions() {
 #[test]
 fn session_start_makes_a_new_sessions_files_and_says_nothing() {
     let mut env = Env::new().git();
-    let files = |env: &Env| -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(env.state.join("sessions"))
-            .map(|rd| {
-                rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
-    };
     let start = |env: &Env, source: &str| {
         let mut p = env.base("SessionStart", json!({ "source": source }));
         p.as_object_mut().unwrap().remove("prompt_id");
@@ -680,7 +678,7 @@ fn session_start_makes_a_new_sessions_files_and_says_nothing() {
     let out = start(&env, "startup");
     assert!(out.is_silent_allow(), "{:?} {:?}", out.stdout, out.stderr);
     assert!(out.stderr.is_empty(), "{}", out.stderr);
-    let made = files(&env);
+    let made = session_names(&env);
     assert_eq!(made.len(), 2, "the session's lock and state: {made:?}");
     assert!(
         made.iter().any(|f| f.ends_with(".lock")) && made.iter().any(|f| f.ends_with(".state"))
@@ -689,7 +687,7 @@ fn session_start_makes_a_new_sessions_files_and_says_nothing() {
     assert!(env.new_prompt("p-1").is_silent_allow());
     assert!(env.bash("ls", Ok("README.md")).is_silent_allow());
     assert_eq!(
-        files(&env),
+        session_names(&env),
         made,
         "the first prompt and call create no file"
     );
