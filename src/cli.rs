@@ -112,12 +112,15 @@ pub enum Command {
         json: bool,
     },
     /// Clear loop state (config and event log stay)
-    #[command(after_help = "Examples:\n  loopgate reset --session 0b6f…\n  loopgate reset --all")]
+    #[command(
+        after_help = "Examples:\n  loopgate reset --session 0b6f…\n  loopgate reset --all",
+        group(clap::ArgGroup::new("which").required(true).args(["session", "all"]))
+    )]
     Reset {
         #[command(flatten)]
         state: StateArg,
         /// The session to reset
-        #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+        #[arg(long)]
         session: Option<String>,
         /// Reset every session
         #[arg(long)]

@@ -647,7 +647,7 @@ fn trial(schema: &Table, over: &Table) -> Result<(), String> {
     }
     Config::deserialize(Value::Table(t))
         .map(|_| ())
-        .map_err(|e| one_line(e.message()))
+        .map_err(|e| crate::words::plain(&one_line(e.message())))
 }
 
 fn unknown_keys(
@@ -783,7 +783,7 @@ mod tests {
         assert_eq!(l.problems.len(), 1, "{:?}", l.problems);
         assert!(
             l.problems[0].starts_with(&format!(
-                "{}:2: `failures.warn_after = \"five\"`: invalid type: string \"five\", expected u32",
+                "{}:2: `failures.warn_after = \"five\"`: the text \"five\", expected a whole number of 0 or more",
                 proj.display()
             )),
             "{}",

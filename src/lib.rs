@@ -34,7 +34,9 @@ pub mod setup;
 pub mod state;
 pub mod store;
 pub mod tighten;
+pub mod usage;
 pub mod verdict;
+pub mod words;
 
 use clap::Parser;
 use cli::{Cli, Command};
@@ -86,24 +88,18 @@ fn run() -> Exit {
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) if e.use_stderr() => {
-            // clap exits 2 on usage errors (Claude Code reads 2 as a block) and prints several
-            // lines: one line, exit 1.
-            let text = e.render().to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("usage error");
-            hook::say(&format!(
-                "{} (see `loopgate --help`)",
-                first.trim().trim_start_matches("error: ")
-            ));
-            return Exit::FailOpen;
-        }
         Err(e) => {
-            // --help, --version: their text on stdout, exit 0.
-            let _ = e.print();
-            return Exit::Ok;
+            let args: Vec<_> = std::env::args_os().skip(1).collect();
+            return match usage::refusal(&e, &args) {
+                usage::Refusal::Show(text) => {
+                    print!("{text}");
+                    Exit::Ok
+                }
+                usage::Refusal::Error(text) => {
+                    eprint!("{text}");
+                    Exit::FailOpen
+                }
+            };
         }
     };
     if let Some(event) = cli.command.hook_event() {

@@ -125,21 +125,27 @@ fn batch_calls<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<Batc
     }))
 }
 
+/// serde's refusal of a payload, in words (no Rust type names).
+fn not_a_payload(e: serde_json::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "hook input is not a valid hook JSON object: {}",
+        crate::words::plain(&e.to_string())
+    )
+}
+
 impl Payload {
     /// Parses stdin bytes and checks the event has what it needs.
     pub fn parse(bytes: &[u8]) -> Result<(Payload, Event)> {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             bail!("empty hook input on stdin (expected one JSON object)");
         }
-        let p: Payload =
-            serde_json::from_slice(bytes).context("hook input is not a valid hook JSON object")?;
+        let p: Payload = serde_json::from_slice(bytes).map_err(not_a_payload)?;
         p.checked()
     }
 
     /// A payload another agent CLI sent, already turned into Claude Code's shape by its dialect.
     pub fn from_value(v: Value) -> Result<(Payload, Event)> {
-        let p: Payload =
-            serde_json::from_value(v).context("hook input is not a valid hook JSON object")?;
+        let p: Payload = serde_json::from_value(v).map_err(not_a_payload)?;
         p.checked()
     }
 

@@ -3,6 +3,7 @@ mod common;
 mod dialects;
 mod e2e;
 mod faults;
+mod first_hour;
 mod fuzz;
 mod guard_table;
 #[cfg(unix)]

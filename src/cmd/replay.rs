@@ -6,6 +6,7 @@
 use crate::config::Config;
 use crate::replay::transcript::inspect;
 use crate::replay::{collect, plan, replay_group, tally, SessionReport};
+use crate::words::count;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -94,15 +95,18 @@ fn print_session(r: &SessionReport, blocks_only: bool) {
     let with = if r.subagent_files.is_empty() {
         String::new()
     } else {
-        format!(" + {} subagent transcripts", r.subagent_files.len())
+        format!(
+            " + {}",
+            count(r.subagent_files.len() as u64, "subagent transcript")
+        )
     };
     println!(
-        "== {}{with} ({} calls, {} in subagents): {} warnings, {} would-be blocks",
+        "== {}{with} ({}, {} in subagents): {}, {}",
         r.file,
-        r.calls,
+        count(r.calls as u64, "call"),
         r.subagent_calls,
-        r.fired.len() - blocks,
-        blocks
+        count((r.fired.len() - blocks) as u64, "warning"),
+        count(blocks as u64, "would-be block")
     );
     for f in shown {
         let call = match (f.call, f.call_last) {

@@ -188,16 +188,24 @@ pub fn build(events: &[Value], states: &[SessionState]) -> Value {
     })
 }
 
+/// A JSON count with its noun, plural right.
+fn n(v: &Value, word: &str) -> String {
+    crate::words::count(v.as_u64().unwrap_or(0), word)
+}
+
 fn print(r: &Value) {
     let st = &r["statistics"];
     println!(
-        "{} sessions, {} calls, {} failures (success rate {}), {} interventions; {} turns needed one, {} of them still ended with progress",
-        st["sessions"],
-        st["calls"],
-        st["failures"],
-        st["success_rate"].as_f64().map(|x| format!("{:.1}%", x * 100.0)).unwrap_or_else(|| "-".into()),
-        st["interventions"],
-        st["turns_with_interventions"],
+        "{}, {}, {} (success rate {}), {}; {} needed one, {} of them still ended with progress",
+        n(&st["sessions"], "session"),
+        n(&st["calls"], "call"),
+        n(&st["failures"], "failure"),
+        st["success_rate"]
+            .as_f64()
+            .map(|x| format!("{:.1}%", x * 100.0))
+            .unwrap_or_else(|| "-".into()),
+        n(&st["interventions"], "intervention"),
+        n(&st["turns_with_interventions"], "turn"),
         st["of_which_ended_with_progress"],
     );
     for (title, key) in [
@@ -217,9 +225,9 @@ fn print(r: &Value) {
     println!();
     for s in r["sessions"].as_array().into_iter().flatten() {
         println!(
-            "session {} ({} events, breaker {}): {}",
+            "session {} ({}, breaker {}): {}",
             s["session"].as_str().unwrap_or("-"),
-            s["events"],
+            n(&s["events"], "event"),
             s["breaker"].as_str().unwrap_or("-"),
             s["summary"].as_str().unwrap_or("")
         );

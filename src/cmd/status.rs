@@ -154,20 +154,20 @@ fn print_session(s: &SessionState) {
         t.blocks
     );
     say!(
-        "  turn {}: {} edit attempts ({} failed), {} interventions, {} stop blocks",
+        "  turn {}: {} ({} failed), {}, {}",
         s.turn.number,
-        s.turn.edit_attempts,
+        crate::words::count(s.turn.edit_attempts, "edit attempt"),
         s.turn.edit_failures,
-        s.turn.interventions,
-        s.turn.stop_blocks
+        crate::words::count(s.turn.interventions, "intervention"),
+        crate::words::count(s.turn.stop_blocks, "stop block")
     );
     say!(
-        "  circuit breaker {}, {} turns in a row without progress",
+        "  circuit breaker {}, {} in a row without progress",
         serde_json::to_value(s.breaker.state)
             .ok()
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default(),
-        s.breaker.no_progress_turns
+        crate::words::count(s.breaker.no_progress_turns, "turn")
     );
     for t in &s.breaker.history {
         say!(
@@ -179,8 +179,8 @@ fn print_session(s: &SessionState) {
         );
     }
     say!(
-        "  work: {} files tracked, {} new states so far",
-        s.world.files.len(),
+        "  work: {} tracked, {} new states so far",
+        crate::words::count(s.world.files.len() as u64, "file"),
         s.world.novel_states
     );
     for (name, a) in &s.agents {
@@ -191,8 +191,8 @@ fn print_session(s: &SessionState) {
             })
             .unwrap_or_default();
         say!(
-            "  agent {name}: {} calls in the ledger{repeat}",
-            a.ledger.entries.len()
+            "  agent {name}: {} in the ledger{repeat}",
+            crate::words::count(a.ledger.entries.len() as u64, "call")
         );
     }
     for n in &s.recent {
