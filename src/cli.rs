@@ -20,6 +20,7 @@ pub const VERSION: &str = concat!(
 
 const EXAMPLES: &str = "\
 Examples:
+  loopgate demo                        see a loop denied, in a throw-away directory
   loopgate doctor                      check the installation, hooks, config and state dir
   loopgate config                      the effective configuration, each value with its source
   loopgate status --limit 5            the five most recently active sessions
@@ -91,6 +92,9 @@ pub enum Command {
     SubagentStop,
     /// Hook: UserPromptSubmit (starts a new turn)
     UserPromptSubmit,
+    /// See loopgate work: a short loop played through the real hook, in a throw-away directory
+    #[command(after_help = "Example:\n  loopgate demo")]
+    Demo,
     /// Show sessions, most recently active first, with their counters and last decisions
     #[command(
         after_help = "Examples:\n  loopgate status --limit 3\n  loopgate status --since 2h --json"
@@ -313,6 +317,7 @@ impl Command {
             Command::Setup { .. } => "setup",
             Command::Completions { .. } => "completions",
             Command::Man => "man",
+            Command::Demo => "demo",
         }
     }
 }

@@ -263,6 +263,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
         }
         Command::Completions { shell } => cmd::completions::completions(*shell)?,
         Command::Man => cmd::completions::man()?,
+        Command::Demo => return cmd::demo::run(),
         _ => unreachable!("hook subcommands are handled before"),
     }
     Ok(true)

@@ -99,3 +99,64 @@ fn counts_of_one_are_singular() {
     assert!(out.stdout.contains("1 session, 1 call,"), "{}", out.stdout);
     assert!(!out.stdout.contains(" 1 calls"), "{}", out.stdout);
 }
+
+/// Every file and directory under `dir`, with its bytes and modification time.
+fn snapshot(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>, Option<std::time::SystemTime>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            let bytes = if meta.is_dir() {
+                stack.push(p.clone());
+                Vec::new()
+            } else {
+                std::fs::read(&p).unwrap()
+            };
+            out.push((p, bytes, meta.modified().ok()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn demo_denies_a_real_loop_in_under_a_second_and_touches_nothing_of_the_users() {
+    let env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    // The user's own config says observe, their state dir has a session: the demo ignores both.
+    write(
+        &home.join("xdg/loopgate/config.toml"),
+        "mode = \"observe\"\n",
+    );
+    let mut user = Env::new();
+    user.state = env.state.clone();
+    user.new_prompt("p1");
+    user.bash("ls", Ok("a"));
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp.path();
+    let before = snapshot(&home);
+
+    let started = std::time::Instant::now();
+    let o = env.command(&["demo"]).env("TMPDIR", tmp).output().unwrap();
+    let took = started.elapsed();
+    let (code, stdout) = (o.status.code(), String::from_utf8_lossy(&o.stdout));
+    assert_eq!(code, Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("call 1  Bash  pytest"), "{stdout}");
+    assert!(stdout.contains("DENIED by loopgate"), "{stdout}");
+    assert!(stdout.contains("LOOP_DETECTED"), "{stdout}");
+    assert!(stdout.contains("session demo-session"), "{stdout}");
+    assert!(stdout.contains("denials 1"), "{stdout}");
+    // A debug build on a loaded machine; a release build takes a fraction of this.
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+    let after = snapshot(&home);
+    let changed: Vec<_> = after
+        .iter()
+        .filter(|f| !before.contains(f))
+        .chain(before.iter().filter(|f| !after.contains(f)))
+        .map(|f| &f.0)
+        .collect();
+    assert!(changed.is_empty(), "the demo changed {changed:?}");
+    assert_eq!(snapshot(tmp), [], "the demo left its throw-away directory");
+}

@@ -2,6 +2,7 @@
 
 pub mod completions;
 pub mod config;
+pub mod demo;
 pub mod doctor;
 pub mod explain;
 pub mod gc;
