@@ -22,10 +22,11 @@ Options:
   --observe    Install the hooks in observe mode: loopgate logs what it would do but never
                denies, blocks or injects anything
   --uninstall  Remove loopgate's hook entries (from every agent CLI's default file when
-               --agent is not given), then the installed binary
+               --agent is not given), then the binary those hooks called
                (loopgate's state and config are left in place)
   --restore    Put the settings file back as it was before the last change
-               (loopgate setup --restore; run it twice to undo it)
+               (loopgate setup --restore; run it twice to undo it). Installs the binary
+               again first if it is gone, so restored hooks never call a missing program
   -h, --help   Show this help
 
 Environment:
@@ -176,8 +177,30 @@ find_runner() {
     fi
 }
 
+# Copies the built binary to $bin (atomically); sets $binary_state.
+install_binary() {
+    mkdir -p "$bin_dir"
+    if [ -f "$bin" ] && cmp -s "$built" "$bin"; then
+        binary_state="unchanged"
+    else
+        tmp=$(mktemp "$bin_dir/.loopgate.XXXXXX")
+        trap 'rm -f "$tmp"' EXIT
+        cp "$built" "$tmp"
+        chmod 755 "$tmp"
+        mv -f "$tmp" "$bin"
+        trap - EXIT
+        binary_state="installed"
+    fi
+}
+
 if [ "$restore" = 1 ]; then
-    find_runner
+    if [ ! -x "$bin" ]; then
+        # Restored hooks that call a deleted binary would fail on every tool call.
+        printf 'no loopgate at %s: installing it again, so that the restored hooks can run it\n' "$bin"
+        build
+        install_binary
+    fi
+    runner=$bin
     [ ${#agents[@]} -gt 0 ] || agents=(claude)
     for agent in "${agents[@]}"; do
         mapfile -t args < <(setup_for "$agent")
@@ -196,14 +219,35 @@ if [ "$uninstall" = 1 ]; then
         done
         exit 0
     fi
+    # The binaries the hooks call, wherever they are (not where an install would put one now).
+    hooked=()
+    while IFS= read -r path; do
+        [ -n "$path" ] && hooked+=("$path")
+    done < <(
+        "$runner" setup --show-bin --settings "$settings" 2>/dev/null || true
+        for agent in codex gemini qwen copilot; do
+            "$runner" setup --show-bin --agent "$agent" 2>/dev/null || true
+        done
+    )
     summary=$("$runner" setup --uninstall --settings "$settings")
     others=()
     for agent in codex gemini qwen copilot; do
         others+=("$agent: $("$runner" setup --uninstall --agent "$agent")")
     done
-    if [ -e "$bin" ]; then
-        rm -f "$bin"
-        removed="removed $bin"
+    removed_list=()
+    for path in "${hooked[@]}" "$bin"; do
+        case $path in
+            /*/loopgate | /*/loopgate.exe) ;;
+            *) continue ;; # a bare name on PATH, or not loopgate itself: left alone
+        esac
+        if [ -f "$path" ] || [ -L "$path" ]; then
+            rm -f "$path"
+            removed_list+=("removed $path")
+        fi
+    done
+    if [ ${#removed_list[@]} -gt 0 ]; then
+        removed=$(printf '%s; ' "${removed_list[@]}")
+        removed=${removed%; }
     else
         removed="no binary at $bin"
     fi
@@ -221,19 +265,7 @@ if [ "$uninstall" = 1 ]; then
 fi
 
 build
-
-mkdir -p "$bin_dir"
-if [ -f "$bin" ] && cmp -s "$built" "$bin"; then
-    binary_state="unchanged"
-else
-    tmp=$(mktemp "$bin_dir/.loopgate.XXXXXX")
-    trap 'rm -f "$tmp"' EXIT
-    cp "$built" "$tmp"
-    chmod 755 "$tmp"
-    mv -f "$tmp" "$bin"
-    trap - EXIT
-    binary_state="installed"
-fi
+install_binary
 
 [ ${#agents[@]} -gt 0 ] || agents=(claude)
 summaries=()

@@ -255,6 +255,9 @@ pub enum Command {
         /// Restore the settings file from its newest backup (or the backup given)
         #[arg(long, value_name = "BACKUP", num_args = 0..=1)]
         restore: Option<Option<PathBuf>>,
+        /// Print the loopgate binary the file's hooks call (one a line) and change nothing
+        #[arg(long, conflicts_with_all = ["restore", "uninstall", "managed"])]
+        show_bin: bool,
         /// Machine-readable output
         #[arg(long)]
         json: bool,

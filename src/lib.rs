@@ -160,10 +160,12 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             observe,
             uninstall,
             restore,
+            show_bin,
             json,
             managed,
             managed_dir,
         } => cmd::setup::run(&cmd::setup::Options {
+            show_bin: *show_bin,
             agent: agent.unwrap_or(dialect::Agent::Claude),
             settings: settings.as_deref(),
             bin: bin.as_deref(),

@@ -458,8 +458,20 @@ fn prune_backups(settings_path: &Path) {
     }
 }
 
+/// The end of a backup's name that records "there was no settings file" (the backup is empty).
+pub const NO_FILE_SUFFIX: &str = ".no-file";
+
+/// Whether `backup` records that there was no settings file.
+fn records_no_file(backup: &Path) -> bool {
+    backup
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(NO_FILE_SUFFIX))
+}
+
 /// Puts back the settings from `backup` (or the newest backup). The contents it replaces are
-/// backed up first, so restoring twice undoes the restore.
+/// backed up first, so restoring twice undoes the restore. A backup that records "no settings
+/// file" removes the file. Refuses a backup whose hooks call a loopgate binary that is gone.
 pub fn restore(settings_path: &Path, backup: Option<&Path>) -> Result<String> {
     let shown = settings_path.display();
     let all = backups(settings_path);
@@ -472,17 +484,27 @@ pub fn restore(settings_path: &Path, backup: Option<&Path>) -> Result<String> {
     };
     let text = fs::read_to_string(&chosen)
         .with_context(|| format!("cannot read the backup {}", chosen.display()))?;
-    parse_settings(&text).with_context(|| {
+    let no_file = records_no_file(&chosen);
+    let restored = parse_settings(&text).with_context(|| {
         format!(
             "{} is not valid settings JSON; nothing restored",
             chosen.display()
         )
     })?;
+    let gone = missing_programs(&restored);
+    if !gone.is_empty() {
+        bail!(
+            "{} has hooks that call {}, which no longer exists: restored, every hook call would fail. \
+             Nothing restored; install loopgate again (./install.sh, or `loopgate setup` with the binary you have)",
+            chosen.display(),
+            gone.join(", ")
+        );
+    }
     let target = resolve_symlink(settings_path);
     let permissions = fs::metadata(&target).ok().map(|meta| meta.permissions());
     let mut saved = None;
     match fs::read_to_string(&target) {
-        Ok(current) if current == text => {
+        Ok(current) if current == text && !no_file => {
             return Ok(format!(
                 "{shown} already has the contents of {}",
                 chosen.display()
@@ -494,8 +516,25 @@ pub fn restore(settings_path: &Path, backup: Option<&Path>) -> Result<String> {
                 .with_context(|| format!("cannot write the backup {}", path.display()))?;
             saved = Some(path);
         }
+        Err(err) if err.kind() == io::ErrorKind::NotFound && no_file => {
+            return Ok(format!(
+                "{shown} does not exist, as recorded in {}",
+                chosen.display()
+            ))
+        }
         Err(err) if err.kind() == io::ErrorKind::NotFound => {}
         Err(err) => return Err(err).with_context(|| format!("cannot read {shown}")),
+    }
+    if no_file {
+        fs::remove_file(&target).with_context(|| format!("cannot remove {shown}"))?;
+        prune_backups(settings_path);
+        return Ok(format!(
+            "removed {shown}: there was none before loopgate created it ({}){}",
+            chosen.display(),
+            saved
+                .map(|p| format!("; what it held: {}", p.display()))
+                .unwrap_or_default()
+        ));
     }
     write_atomic(&target, text.as_bytes(), permissions.as_ref())
         .with_context(|| format!("cannot write {shown}"))?;
@@ -587,6 +626,14 @@ pub fn run_as(
         write_atomic(&target, text.as_bytes(), permissions.as_ref())
             .with_context(|| format!("cannot write {shown}"))?;
     }
+    if original.is_none() {
+        // No file before: a backup that says so, for `--restore` to return to.
+        let mut path = backup_path(settings_path).into_os_string();
+        path.push(NO_FILE_SUFFIX);
+        fs::write(&path, b"")
+            .with_context(|| format!("cannot write the backup {}", Path::new(&path).display()))?;
+        prune_backups(settings_path);
+    }
 
     let what = match (uninstall, had_loopgate, &original) {
         (true, _, _) if delete => format!("removed {shown}, which held only loopgate's hooks"),
@@ -603,6 +650,11 @@ pub fn run_as(
 
 /// Whether any hook in `settings` runs loopgate.
 pub fn has_loopgate_hooks(settings: &Value) -> bool {
+    !loopgate_commands(settings).is_empty()
+}
+
+/// The command lines of the hooks in `settings` that run loopgate (either shape).
+fn loopgate_commands(settings: &Value) -> Vec<&str> {
     settings
         .get("hooks")
         .and_then(Value::as_object)
@@ -610,13 +662,51 @@ pub fn has_loopgate_hooks(settings: &Value) -> bool {
         .flat_map(Map::values)
         .filter_map(Value::as_array)
         .flatten()
-        .any(|item| {
-            is_loopgate_handler(item)
-                || item
-                    .get("hooks")
+        .flat_map(|item| {
+            std::iter::once(item).chain(
+                item.get("hooks")
                     .and_then(Value::as_array)
-                    .is_some_and(|handlers| handlers.iter().any(is_loopgate_handler))
+                    .into_iter()
+                    .flatten(),
+            )
         })
+        .filter_map(handler_command)
+        .filter(|c| is_loopgate_command(c))
+        .collect()
+}
+
+/// The loopgate programs the hooks in `settings` run, as written, each once.
+pub fn hooked_programs(settings: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for program in loopgate_commands(settings)
+        .into_iter()
+        .filter_map(command_program)
+    {
+        if !out.contains(&program) {
+            out.push(program);
+        }
+    }
+    out
+}
+
+/// The loopgate programs the hook file at `path` runs (none when it does not exist).
+pub fn hooked_programs_in(path: &Path) -> Result<Vec<String>> {
+    match fs::read_to_string(resolve_symlink(path)) {
+        Ok(text) => Ok(hooked_programs(&parse_settings(&text).with_context(
+            || format!("{} is not valid settings JSON", path.display()),
+        )?)),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// The hooked programs named by a path that does not exist: restoring hooks that call them
+/// would make every hook call fail.
+fn missing_programs(settings: &Value) -> Vec<String> {
+    hooked_programs(settings)
+        .into_iter()
+        .filter(|p| p.contains(['/', '\\']) && !Path::new(p).exists())
+        .collect()
 }
 
 /// Puts `"version": 1` first in a Copilot CLI hook file that lacks it. Returns whether it did.
@@ -988,12 +1078,14 @@ mod tests {
         }
 
         #[test]
-        fn creates_a_missing_file_without_a_backup() {
+        fn creates_a_missing_file_and_records_there_was_none() {
             let (_dir, path) = setup();
             let summary = run(&path, PREFIX, false).unwrap();
             assert!(summary.starts_with("created "), "{summary}");
             assert_eq!(read(&path), json!({"hooks": hook_block(PREFIX)}));
-            assert!(backups(&path).is_empty());
+            let all = backups(&path);
+            assert_eq!(all.len(), 1);
+            assert!(records_no_file(&all[0]), "{all:?}");
             let text = fs::read_to_string(&path).unwrap();
             assert!(text.starts_with("{\n  \"hooks\": {\n    \""), "{text}");
             assert!(text.ends_with("}\n"));
@@ -1040,8 +1132,12 @@ mod tests {
             fs::create_dir_all(path.parent().unwrap()).unwrap();
             let original = "{\"model\":\"opus\"}";
             fs::write(&path, original).unwrap();
+            // Binaries that exist: restore refuses hooks that call one that is gone.
             for i in 0..10 {
-                run(&path, &format!("/bin{i}/loopgate"), false).unwrap();
+                let bin = path.with_file_name(format!("bin{i}")).join("loopgate");
+                fs::create_dir_all(bin.parent().unwrap()).unwrap();
+                fs::write(&bin, "").unwrap();
+                run(&path, bin.to_str().unwrap(), false).unwrap();
             }
             let all = backups(&path);
             assert_eq!(all.len(), KEEP_BACKUPS);
@@ -1049,9 +1145,7 @@ mod tests {
             let before = fs::read_to_string(&path).unwrap();
             let summary = restore(&path, None).unwrap();
             assert!(summary.starts_with("restored "), "{summary}");
-            assert!(fs::read_to_string(&path)
-                .unwrap()
-                .contains("/bin8/loopgate"));
+            assert!(fs::read_to_string(&path).unwrap().contains("bin8/loopgate"));
             restore(&path, None).unwrap();
             assert_eq!(
                 fs::read_to_string(&path).unwrap(),

@@ -160,3 +160,97 @@ fn demo_denies_a_real_loop_in_under_a_second_and_touches_nothing_of_the_users() 
     assert!(changed.is_empty(), "the demo changed {changed:?}");
     assert_eq!(snapshot(tmp), [], "the demo left its throw-away directory");
 }
+
+/// A copy of the binary at `dir/loopgate`, as an install would leave it.
+fn installed_copy(dir: &Path) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let bin = dir.join("loopgate");
+    std::fs::copy(crate::common::BIN, &bin).unwrap();
+    bin
+}
+
+#[test]
+fn restore_refuses_hooks_that_call_a_deleted_binary() {
+    let env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    let settings = home.join(".claude/settings.json");
+    write(&settings, "{\"model\": \"opus\"}\n");
+    let bin = installed_copy(&home.join("bin"));
+    let s = settings.to_str().unwrap();
+    let out = env.run(
+        &["setup", "--settings", s, "--bin", bin.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = env.run(&["setup", "--settings", s, "--show-bin"], b"");
+    assert_eq!(out.stdout.trim(), bin.to_str().unwrap());
+    let out = env.run(&["setup", "--settings", s, "--uninstall"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    std::fs::remove_file(&bin).unwrap();
+    let before = std::fs::read_to_string(&settings).unwrap();
+
+    let out = env.run(&["setup", "--settings", s, "--restore"], b"");
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains(bin.to_str().unwrap()), "{}", out.stderr);
+    assert!(out.stderr.contains("no longer exists"), "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), before);
+}
+
+#[test]
+fn restore_after_a_first_setup_returns_to_no_file() {
+    let env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    for (args, file) in [
+        (&["setup"][..], home.join(".claude/settings.json")),
+        (
+            &["setup", "--agent", "copilot"],
+            home.join(".copilot/hooks/loopgate.json"),
+        ),
+    ] {
+        let out = env.run(args, b"");
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        assert!(file.is_file(), "{args:?}: {}", out.stdout);
+        let restore: Vec<&str> = args.iter().copied().chain(["--restore"]).collect();
+        let out = env.run(&restore, b"");
+        assert_eq!(out.code, 0, "{restore:?}: {}", out.stderr);
+        assert!(!file.exists(), "{restore:?}: {}", out.stdout);
+        // Restoring again undoes the restore.
+        let out = env.run(&restore, b"");
+        assert_eq!(out.code, 0, "{restore:?}: {}", out.stderr);
+        assert!(file.is_file(), "{restore:?}: {}", out.stdout);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn install_sh_uninstall_removes_the_binary_the_hooks_call() {
+    let env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    let bin = installed_copy(&home.join("old-bin"));
+    let out = env.run(&["setup", "--bin", bin.to_str().unwrap()], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // Where an install would put the binary today is elsewhere.
+    let now = home.join("new-bin");
+    let o = std::process::Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh"))
+        .arg("--uninstall")
+        .env_clear()
+        .env("HOME", &home)
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", bin.parent().unwrap().display()),
+        )
+        .env("LOOPGATE_BIN_DIR", &now)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!bin.exists(), "{stdout}");
+    assert!(
+        stdout.contains(&format!("removed {}", bin.display())),
+        "{stdout}"
+    );
+}

@@ -15,6 +15,8 @@ pub struct Options<'a> {
     pub uninstall: bool,
     /// `Some(None)`: restore the newest backup; `Some(Some(path))`: that backup.
     pub restore: Option<Option<&'a Path>>,
+    /// Only print the binaries the hook file's loopgate hooks call.
+    pub show_bin: bool,
     pub json: bool,
     /// `Some(dir)`: install into Claude Code's managed-settings drop-in under `dir` instead of a
     /// settings file (`setup --managed [--managed-dir DIR]`).
@@ -51,6 +53,12 @@ pub fn run(o: &Options) -> Result<()> {
             .clone()
             .with_context(|| crate::paths::NO_HOME.to_string())?,
     };
+    if o.show_bin {
+        for program in crate::setup::hooked_programs_in(&settings)? {
+            println!("{program}");
+        }
+        return Ok(());
+    }
     let codex_config = crate::setup::agents::codex_config_file();
     let outcome = if let Some(backup) = o.restore {
         crate::setup::agents::Outcome {

@@ -594,7 +594,11 @@ mod tests {
         let summary = run_as(&path, &prefix(Agent::Copilot), true, &f).unwrap();
         assert!(summary.contains("held only loopgate's hooks"), "{summary}");
         assert!(!path.exists());
-        assert_eq!(backups(&path).len(), 1, "the removed file is backed up");
+        assert_eq!(
+            backups(&path).len(),
+            2,
+            "\"no file\" before setup, and the removed file"
+        );
 
         // A hand-added hook of someone else's keeps the file.
         fs::write(
@@ -744,26 +748,14 @@ mod tests {
 
     #[test]
     fn restoring_a_codex_file_brings_its_trust_along() {
-        let (_dir, hooks, config) = setup_dir();
+        let (dir, hooks, config) = setup_dir();
         let user = Some(hooks.as_path());
-        run(
-            Agent::Codex,
-            &hooks,
-            &prefix(Agent::Codex),
-            false,
-            user,
-            Some(&config),
-        )
-        .unwrap();
-        run(
-            Agent::Codex,
-            &hooks,
-            &prefix(Agent::Codex),
-            true,
-            user,
-            Some(&config),
-        )
-        .unwrap();
+        // A binary that exists: restore refuses hooks that call one that is gone.
+        let bin = dir.path().join("loopgate");
+        fs::write(&bin, "").unwrap();
+        let prefix = command_prefix(&bin, false, Agent::Codex).unwrap();
+        run(Agent::Codex, &hooks, &prefix, false, user, Some(&config)).unwrap();
+        run(Agent::Codex, &hooks, &prefix, true, user, Some(&config)).unwrap();
         assert!(!fs::read_to_string(&config)
             .unwrap()
             .contains("trusted_hash"));
