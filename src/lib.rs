@@ -134,6 +134,20 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
         store::Store::open(&cmd::state_dir(cli.state_dir_for(arg))?)
     };
     match &cli.command {
+        Command::Status { state, json, .. } | Command::Report { state, json, .. }
+            if !cmd::state_exists(&cmd::state_dir(cli.state_dir_for(state))?) =>
+        {
+            // Reading must not create the state dir: nothing has been recorded there yet.
+            let dir = cmd::state_dir(cli.state_dir_for(state))?;
+            if *json {
+                println!("[]");
+            } else {
+                println!(
+                    "no sessions in {}: no hook has recorded anything there yet",
+                    dir.display()
+                );
+            }
+        }
         Command::Status {
             state,
             session,

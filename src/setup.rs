@@ -648,6 +648,19 @@ pub fn run_as(
     })
 }
 
+/// Whether a loopgate hook command runs in observe mode (`--observe` among its words).
+pub fn command_observes(command: &str) -> bool {
+    is_loopgate_command(command) && shell_words(command, 12).iter().any(|w| w == "--observe")
+}
+
+/// Whether any loopgate hook in the hook file at `path` runs in observe mode.
+pub fn observing_hooks_in(path: &Path) -> bool {
+    fs::read_to_string(resolve_symlink(path))
+        .ok()
+        .and_then(|text| parse_settings(&text).ok())
+        .is_some_and(|v| loopgate_commands(&v).into_iter().any(command_observes))
+}
+
 /// Whether any hook in `settings` runs loopgate.
 pub fn has_loopgate_hooks(settings: &Value) -> bool {
     !loopgate_commands(settings).is_empty()

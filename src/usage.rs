@@ -28,7 +28,8 @@ pub fn refusal(e: &clap::Error, args: &[OsString]) -> Refusal {
     if !e.use_stderr() {
         return Refusal::Show(e.render().to_string());
     }
-    let help = match subcommand(&words) {
+    let sub = subcommand(&words);
+    let help = match &sub {
         Some(sub) => format!("'loopgate {sub} --help'"),
         None => "'loopgate --help'".to_string(),
     };
@@ -37,7 +38,24 @@ pub fn refusal(e: &clap::Error, args: &[OsString]) -> Refusal {
         .trim_end()
         .replacen("error: ", "loopgate: ", 1)
         .replace("'--help'", &help);
+    if sub.as_deref().is_some_and(is_hook) {
+        // A hook command an agent CLI runs: its stderr is one line, whatever went wrong.
+        let parts: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        return Refusal::Error(format!("{}\n", parts.join("; ")));
+    }
     Refusal::Error(format!("{text}\n"))
+}
+
+/// Whether `name` is a hook subcommand (run by an agent CLI, not typed by a person).
+fn is_hook(name: &str) -> bool {
+    Cli::command()
+        .find_subcommand(name)
+        .and_then(|s| s.get_about())
+        .is_some_and(|a| a.to_string().starts_with("Hook:"))
 }
 
 /// The first word of the command line that names a subcommand, as the user would type it.
@@ -70,6 +88,15 @@ mod tests {
         assert!(t.contains("--session <SESSION>"), "{t}");
         assert!(t.contains("'loopgate reset --help'"), "{t}");
         assert!(t.starts_with("loopgate: "), "{t}");
+    }
+
+    #[test]
+    fn a_hook_commands_error_is_one_line() {
+        let Refusal::Error(t) = refuse(&["pre-tool-use", "--bogus"]) else {
+            panic!()
+        };
+        assert_eq!(t.lines().count(), 1, "{t}");
+        assert!(t.contains("'loopgate pre-tool-use --help'"), "{t}");
     }
 
     #[test]

@@ -978,16 +978,20 @@ fn stderr_on_dev_full_and_a_closed_stdout_still_exit_1() {
 }
 
 #[test]
-fn usage_errors_are_one_line_and_exit_1() {
+fn usage_errors_exit_1_and_a_hook_commands_is_one_line() {
     let env = Env::new();
-    for args in [
-        &["frobnicate"][..],
-        &["pre-tool-use", "--bogus"],
-        &["reset"],
-        &["status", "--session"],
-    ] {
+    for args in [&["pre-tool-use", "--bogus"][..], &["stop", "extra"]] {
         let out = env.run(args, b"");
         assert_fails_open(&out, &format!("{args:?}"));
+    }
+    // A person's typo gets clap's whole message (see first_hour.rs): still exit 1, never 2.
+    for args in [&["frobnicate"][..], &["reset"], &["status", "--session"]] {
+        let out = env.run(args, b"");
+        assert_eq!(out.code, 1, "{args:?}");
+        assert!(
+            out.stdout.is_empty() && out.stderr.starts_with("loopgate: "),
+            "{args:?}"
+        );
     }
     let help = env.run(&["--help"], b"");
     assert_eq!(help.code, 0);

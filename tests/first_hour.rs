@@ -254,3 +254,136 @@ fn install_sh_uninstall_removes_the_binary_the_hooks_call() {
         "{stdout}"
     );
 }
+
+/// Runs `cmd` repeatedly until loopgate denies it; the deny answer.
+fn loop_until_denied(env: &Env, cmd: &str) -> Out {
+    for _ in 0..6 {
+        let out = env.bash(
+            cmd,
+            Err("Exit code 127\nbash: frobnicate: command not found"),
+        );
+        if out.denied() {
+            return out;
+        }
+    }
+    panic!("{cmd} was never denied");
+}
+
+#[test]
+fn status_after_a_reset_says_so_and_report_keeps_the_history() {
+    let mut env = Env::new();
+    env.new_prompt("p1");
+    loop_until_denied(&env, "frobnicate --all");
+    let before = env.run(&["status"], b"").stdout;
+    assert!(before.contains("denials 1"), "{before}");
+    let out = env.run(&["reset", "--all"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let after = env.run(&["status"], b"").stdout;
+    assert!(after.contains("reset at "), "{after}");
+    assert!(after.contains("calls 0  failures 0  denials 0"), "{after}");
+    assert!(!after.contains("PreToolUse Bash deny"), "{after}");
+    let report = env.run(&["report", "--json"], b"").json();
+    assert_eq!(report["statistics"]["interventions"], 1, "{report}");
+    assert!(
+        report["statistics"]["calls"].as_u64().unwrap() >= 2,
+        "{report}"
+    );
+}
+
+#[test]
+fn observe_mode_shows_in_doctor_config_and_status() {
+    let env = Env::new().var("LOOPGATE_MODE", "observe");
+    let home = env.state.parent().unwrap().to_path_buf();
+    let out = env.run(&["setup", "--observe"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let vars = [("LOOPGATE_MODE", "")];
+    let plain = |args: &[&str]| {
+        let o = env.command(args).env_remove(vars[0].0).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let doctor = plain(&["doctor"]);
+    assert!(
+        doctor.contains("mode: observe: the hooks run with --observe"),
+        "{doctor}"
+    );
+    let config = plain(&["config"]);
+    assert!(config.contains("run with --observe"), "{config}");
+    assert!(config.contains(&home.join(".claude/settings.json").display().to_string()));
+    // The hooks themselves, observing: what they would have done is not called a denial.
+    for _ in 0..4 {
+        env.bash(
+            "frobnicate --all",
+            Err("Exit code 127\nbash: frobnicate: command not found"),
+        );
+    }
+    let status = env.run(&["status"], b"").stdout;
+    assert!(status.contains("would deny 2"), "{status}");
+    assert!(status.contains("would deny [repeat"), "{status}");
+    assert!(!status.contains("denials"), "{status}");
+}
+
+#[test]
+fn read_only_commands_create_nothing() {
+    let env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    let elsewhere = home.join("X");
+    for args in [
+        &["status"][..],
+        &["report"],
+        &["--state-dir", elsewhere.to_str().unwrap(), "status"],
+        &["doctor"],
+    ] {
+        let out = env.run(args, b"");
+        assert_ne!(out.code, 2);
+        assert!(
+            !env.state.exists(),
+            "{args:?} created {}",
+            env.state.display()
+        );
+        assert!(
+            !elsewhere.exists(),
+            "{args:?} created {}",
+            elsewhere.display()
+        );
+    }
+    let out = env.run(&["status"], b"");
+    assert!(out.stdout.starts_with("no sessions in "), "{}", out.stdout);
+}
+
+#[test]
+fn replay_names_bad_paths_and_fails_on_no_transcripts() {
+    let env = Env::new();
+    let missing = env.project.join("nope");
+    let out = refused_run(&env, &["replay", missing.to_str().unwrap()]);
+    assert!(
+        out.stderr
+            .contains(&format!("{}: no such file", missing.display())),
+        "{}",
+        out.stderr
+    );
+    let out = refused_run(&env, &["replay", env.project.to_str().unwrap()]);
+    assert!(
+        out.stderr.contains("no transcripts found"),
+        "{}",
+        out.stderr
+    );
+}
+
+fn refused_run(env: &Env, args: &[&str]) -> Out {
+    let out = env.run(args, b"");
+    assert_eq!(out.code, 1, "{args:?}: {}", out.stdout);
+    out
+}
+
+#[test]
+fn the_man_page_covers_every_subcommand_and_names_no_missing_page() {
+    let env = Env::new();
+    let page = env.run(&["man"], b"").stdout;
+    assert!(
+        !page.contains("(1)"),
+        "the man page refers to pages nothing installs"
+    );
+    for sub in ["status", "reset", "demo", "setup", "replay"] {
+        assert!(page.contains(&format!(".SS \"loopgate {sub}\"")), "{sub}");
+    }
+}

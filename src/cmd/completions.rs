@@ -15,9 +15,45 @@ pub fn completions(shell: clap_complete::Shell) -> Result<()> {
 
 pub fn man() -> Result<()> {
     let mut out = std::io::stdout().lock();
-    clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+    out.write_all(&man_page()?)?;
     out.flush()?;
     Ok(())
+}
+
+/// One page for the whole tool: clap_mangen's sections, with every subcommand's own help in a
+/// COMMANDS section instead of references to `loopgate-<command>(1)` pages nobody installs.
+pub fn man_page() -> Result<Vec<u8>> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut buf = Vec::new();
+    man.render_title(&mut buf)?;
+    man.render_name_section(&mut buf)?;
+    man.render_synopsis_section(&mut buf)?;
+    man.render_description_section(&mut buf)?;
+    man.render_options_section(&mut buf)?;
+    writeln!(buf, ".SH COMMANDS")?;
+    for sub in cmd.get_subcommands_mut() {
+        let name = sub.get_name().to_string();
+        if name == "help" {
+            continue;
+        }
+        writeln!(buf, ".SS \"loopgate {name}\"")?;
+        writeln!(buf, ".nf")?;
+        for line in sub.render_help().to_string().lines() {
+            let line = line.replace('\\', "\\e");
+            let line = if line.starts_with(['.', '\'']) {
+                format!("\\&{line}")
+            } else {
+                line
+            };
+            writeln!(buf, "{line}")?;
+        }
+        writeln!(buf, ".fi")?;
+    }
+    man.render_extra_section(&mut buf)?;
+    man.render_version_section(&mut buf)?;
+    Ok(buf)
 }
 
 #[cfg(test)]
@@ -39,11 +75,9 @@ mod tests {
                 "{shell}"
             );
         }
-        let mut buf = Vec::new();
-        clap_mangen::Man::new(Cli::command())
-            .render(&mut buf)
-            .unwrap();
-        let text = String::from_utf8(buf).unwrap();
+        let text = String::from_utf8(man_page().unwrap()).unwrap();
+        assert!(!text.contains("loopgate\\-status(1)"), "{text}");
+        assert!(text.contains(".SS \"loopgate status\""), "{text}");
         assert!(
             text.starts_with(".ie") || text.contains(".TH loopgate"),
             "{text}"

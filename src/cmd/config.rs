@@ -26,7 +26,11 @@ pub fn run(loaded: &Loaded, as_json: bool) -> Result<()> {
                 })
             })
             .collect();
-        let doc = json!({"settings": settings, "problems": loaded.problems});
+        let doc = json!({
+            "settings": settings,
+            "problems": loaded.problems,
+            "observing_hooks": observing_hooks().map(|f| f.display().to_string()),
+        });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
     }
@@ -37,8 +41,22 @@ pub fn run(loaded: &Loaded, as_json: bool) -> Result<()> {
         out,
         "# loopgate's effective configuration; after each value, where it came from"
     )?;
+    if let Some(file) = observing_hooks() {
+        writeln!(
+            out,
+            "# note: the hooks in {} run with --observe: for them mode is \"observe\" \
+             (decisions are logged, nothing is denied)",
+            file.display()
+        )?;
+    }
     write_table(&mut out, table(&loaded.effective), "", loaded)?;
     Ok(())
+}
+
+/// Claude Code's user settings file, when its loopgate hooks run with `--observe`.
+fn observing_hooks() -> Option<std::path::PathBuf> {
+    crate::paths::agent_hook_file(crate::dialect::Agent::Claude)
+        .filter(|f| crate::setup::observing_hooks_in(f))
 }
 
 fn table(v: &Option<Table>) -> &Table {

@@ -148,6 +148,7 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
         )
     }));
     out.push(config(inp.loaded));
+    out.push(mode(&wiring, inp.loaded));
     out.push(state_dir(&inp.state_dir));
     out.push(claude_version(inp));
     out.push(git(inp.project.as_deref()));
@@ -676,6 +677,35 @@ fn config(loaded: &Loaded) -> Check {
     )
 }
 
+/// Enforce or observe, and why: the hooks' `--observe`, or the config's `mode`.
+fn mode(w: &Wiring, loaded: &Loaded) -> Check {
+    let observing: Vec<&str> = w
+        .handlers
+        .iter()
+        .filter(|h| setup::command_observes(&h.command))
+        .map(|h| h.source.as_str())
+        .collect();
+    let why = match observing.first() {
+        Some(source) => format!("the hooks run with --observe ({source})"),
+        None if loaded.config.mode == crate::config::Mode::Observe => {
+            "mode = \"observe\" in the config (`loopgate config` shows where)".into()
+        }
+        None => {
+            return ok(
+                "mode",
+                "enforce: loopgate denies a call that repeats a loop".into(),
+            )
+        }
+    };
+    info(
+        "mode",
+        format!(
+            "observe: {why}; loopgate logs what it would deny and denies nothing \
+             (to enforce: run ./install.sh or `loopgate setup` without --observe)"
+        ),
+    )
+}
+
 fn state_dir(dir: &Result<PathBuf, String>) -> Check {
     let dir = match dir {
         Ok(d) => d,
@@ -685,6 +715,31 @@ fn state_dir(dir: &Result<PathBuf, String>) -> Check {
     let fix_write = format!(
         "make {shown} a directory you can write (or set LOOPGATE_STATE_DIR to one); every hook fails open until then"
     );
+    if std::fs::symlink_metadata(dir).is_err() {
+        // A check creates nothing: the first hook call makes the directory, if it can.
+        let parent = dir.ancestors().skip(1).find(|a| a.is_dir());
+        let probe = parent.map(|p| p.join(format!(".loopgate-doctor-{}", std::process::id())));
+        let writable = probe
+            .as_ref()
+            .is_some_and(|p| crate::store::open_private(p).is_ok());
+        if let Some(p) = &probe {
+            let _ = std::fs::remove_file(p);
+        }
+        return match (parent, writable) {
+            (Some(p), true) => ok(
+                "state dir",
+                format!(
+                    "{shown} does not exist yet; the first hook call creates it ({} is writable)",
+                    p.display()
+                ),
+            ),
+            _ => fail(
+                "state dir",
+                format!("{shown} does not exist and cannot be created"),
+                fix_write,
+            ),
+        };
+    }
     if let Err(e) = crate::store::Store::open(dir) {
         return fail("state dir", format!("{shown}: {e:#}"), fix_write);
     }

@@ -30,6 +30,11 @@ pub fn state_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
     }
 }
 
+/// Whether a hook has ever recorded anything in the state dir `dir`.
+pub fn state_exists(dir: &Path) -> bool {
+    dir.join("sessions").is_dir() || dir.join(crate::events::FILE).is_file()
+}
+
 /// The project a manual command looks at: the flag, else `CLAUDE_PROJECT_DIR`, else the
 /// current directory.
 pub fn project_dir(flag: Option<&Path>) -> Option<PathBuf> {

@@ -20,6 +20,11 @@ fn read(path: &Path) -> Result<String, String> {
 }
 
 pub fn run(paths: &[PathBuf], config: &Config, as_json: bool, blocks_only: bool) -> Result<()> {
+    for p in paths {
+        if std::fs::symlink_metadata(p).is_err() {
+            anyhow::bail!("{}: no such file or directory", p.display());
+        }
+    }
     let found = collect(paths).context("cannot list the transcripts")?;
     let plan = plan(found, |p| read(p).map(|t| inspect(&t)));
     let bar = if plan.groups.len() > 1 {
@@ -70,6 +75,13 @@ pub fn run(paths: &[PathBuf], config: &Config, as_json: bool, blocks_only: bool)
     bar.finish_and_clear();
     for (file, why) in &skipped {
         eprintln!("loopgate replay: skipped {file}: {why}");
+    }
+    if reports.is_empty() {
+        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        anyhow::bail!(
+            "no transcripts found in {} (Claude Code keeps them as .jsonl files under ~/.claude/projects)",
+            shown.join(", ")
+        );
     }
     if as_json {
         println!("{}", serde_json::to_string_pretty(&reports)?);

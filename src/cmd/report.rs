@@ -128,21 +128,39 @@ fn verdict_sentence(events: &[&Value]) -> String {
     }
 }
 
-pub fn build(events: &[Value], states: &[SessionState]) -> Value {
-    let calls: u64 = states.iter().map(|s| s.totals.calls).sum();
-    let failures: u64 = states.iter().map(|s| s.totals.failures).sum();
+pub fn build(all_events: &[Value], states: &[SessionState]) -> Value {
+    // A `loopgate reset` line carries the counters it cleared from the state: counted back here.
+    let (resets, decisions): (Vec<&Value>, Vec<&Value>) =
+        all_events.iter().partition(|e| e["event"] == "reset");
+    let events: Vec<Value> = decisions.into_iter().cloned().collect();
+    let events = &events[..];
+    let cleared = |keys: &[&str]| -> u64 {
+        resets
+            .iter()
+            .flat_map(|e| {
+                keys.iter()
+                    .map(|k| e["evidence"]["cleared"][k].as_u64().unwrap_or(0))
+            })
+            .sum()
+    };
+    let calls: u64 = states.iter().map(|s| s.totals.calls).sum::<u64>() + cleared(&["calls"]);
+    let failures: u64 =
+        states.iter().map(|s| s.totals.failures).sum::<u64>() + cleared(&["failures"]);
     let interventions: u64 = states
         .iter()
         .map(|s| s.totals.denials + s.totals.warnings + s.totals.blocks)
-        .sum();
+        .sum::<u64>()
+        + cleared(&["denials", "warnings", "blocks"]);
     let turns_int: u64 = states
         .iter()
         .map(|s| s.totals.turns_with_interventions)
-        .sum();
+        .sum::<u64>()
+        + cleared(&["turns_with_interventions"]);
     let turns_prog: u64 = states
         .iter()
         .map(|s| s.totals.intervened_turns_with_progress)
-        .sum();
+        .sum::<u64>()
+        + cleared(&["intervened_turns_with_progress"]);
     let mut sessions: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
     for e in events {
         sessions

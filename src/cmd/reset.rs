@@ -1,5 +1,6 @@
 //! `loopgate reset`: clears loop state so a denied call may run again; config and log stay.
 
+use crate::state::{DecisionNote, Totals};
 use crate::store::Store;
 use anyhow::{bail, Result};
 use std::time::Duration;
@@ -24,13 +25,37 @@ pub fn run(
         vec![stem]
     };
     let mut done = 0;
+    let mut lines = Vec::new();
+    let now = crate::clock::now_ms();
     for stem in &stems {
         let lock = store.lock_stem(stem, lock_timeout)?;
         if let (Some(mut state), _) = store.load(&lock)? {
             state.reset_loops();
+            // `status` starts again from zero and says so; what came before stays in the event
+            // log, where `report` adds it back.
+            let before = std::mem::take(&mut state.totals);
+            state.recent.clear();
+            state.note(DecisionNote {
+                at_ms: now,
+                agent: crate::state::MAIN_AGENT.into(),
+                event: "reset".into(),
+                tool: "-".into(),
+                detector: "loopgate reset".into(),
+                action: "reset".into(),
+                severity: "info".into(),
+                enforced: true,
+                summary: "loop state and counters cleared; what came before: `loopgate report`"
+                    .into(),
+            });
+            state.updated_ms = now;
             store.save(&lock, &state)?;
+            lines.push(reset_line(&state.session, now, &before));
             done += 1;
         }
+    }
+    let log = crate::config::Log::default();
+    if let Err(e) = crate::events::append(store.dir(), &lines, &log, lock_timeout) {
+        crate::hook::say(&format!("the reset is not in the event log: {e:#}"));
     }
     if as_json {
         println!("{}", serde_json::json!({"reset": done}));
@@ -41,4 +66,22 @@ pub fn run(
         );
     }
     Ok(())
+}
+
+/// The event-log line of a reset: the counters it cleared, for `report` to keep counting them.
+fn reset_line(session: &str, now_ms: u64, before: &Totals) -> serde_json::Value {
+    serde_json::json!({
+        "ts": crate::clock::rfc3339(now_ms),
+        "session": session,
+        "agent": crate::state::MAIN_AGENT,
+        "prompt_id": null,
+        "event": "reset",
+        "tool": null,
+        "detector": "reset",
+        "decision": "reset",
+        "enforced": true,
+        "severity": "info",
+        "reason": "loopgate reset",
+        "evidence": {"cleared": before},
+    })
 }

@@ -145,13 +145,32 @@ macro_rules! say {
 fn print_session(s: &SessionState) {
     let t = &s.totals;
     say!("session {}  (updated {})", s.session, rfc3339(s.updated_ms));
+    if let Some(r) = s.recent.iter().rev().find(|n| n.event == "reset") {
+        say!(
+            "  reset at {}: the counters below start from then (before: `loopgate report`)",
+            rfc3339(r.at_ms)
+        );
+    }
+    // Observe mode counts what it would have done; say so instead of calling them denials.
+    let mut decisions = s.recent.iter().filter(|n| n.event != "reset").peekable();
+    let observed = decisions.peek().is_some() && decisions.all(|n| !n.enforced);
+    let (denials, blocks) = if observed {
+        ("would deny", "would block at stop")
+    } else {
+        ("denials", "stop blocks")
+    };
     say!(
-        "  calls {}  failures {}  denials {}  warnings {}  stop blocks {}",
+        "  calls {}  failures {}  {denials} {}  warnings {}  {blocks} {}{}",
         t.calls,
         t.failures,
         t.denials,
         t.warnings,
-        t.blocks
+        t.blocks,
+        if observed {
+            "  (observe mode: nothing was denied)"
+        } else {
+            ""
+        }
     );
     say!(
         "  turn {}: {} ({} failed), {}, {}",
@@ -201,7 +220,11 @@ fn print_session(s: &SessionState) {
             rfc3339(n.at_ms),
             n.event,
             n.tool,
-            n.action,
+            if n.enforced {
+                n.action.clone()
+            } else {
+                format!("would {}", n.action)
+            },
             n.detector,
             n.severity,
             if n.enforced { "" } else { ", observed" },
