@@ -70,6 +70,14 @@ pub fn line(m: &Meta, v: &Verdict) -> Value {
     if let Some(id) = &m.payload.agent_id {
         o["agent.id"] = Value::String(crate::payload::clip(id, 64));
     }
+    if let Some(t) = m
+        .payload
+        .transcript_path
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    {
+        o["transcript_path"] = Value::String(crate::payload::clip(t, 4096));
+    }
     if let Some(cfg) = m.config {
         if let Some(t) = crate::config_sources::thresholds(cfg, v.detector) {
             o["thresholds"] = t;

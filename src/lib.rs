@@ -12,6 +12,7 @@ pub mod cmd;
 pub mod codec;
 pub mod config;
 pub mod config_sources;
+pub mod cost;
 pub mod detectors;
 pub mod dialect;
 pub mod engine;

@@ -75,6 +75,10 @@ pub struct Payload {
     pub hook_event_name: String,
     #[serde(default)]
     pub prompt_id: Option<String>,
+    /// The session's transcript: logged with each decision so that `report` can tell what a
+    /// loop cost. No hook reads it.
+    #[serde(default)]
+    pub transcript_path: Option<String>,
     #[serde(default)]
     pub cwd: Option<String>,
     #[serde(default)]

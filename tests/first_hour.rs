@@ -387,3 +387,72 @@ fn the_man_page_covers_every_subcommand_and_names_no_missing_page() {
         assert!(page.contains(&format!(".SS \"loopgate {sub}\"")), "{sub}");
     }
 }
+
+/// A transcript of `calls` responses, each one Bash call `toolu_t_<n>` running `cmd`, on Sonnet 4.5.
+fn transcript(calls: u32, cmd: &str) -> String {
+    let mut lines = vec![
+        serde_json::json!({"type": "user", "timestamp": "2026-01-01T00:00:00Z",
+        "message": {"role": "user", "content": "make the test pass"}}),
+    ];
+    for n in 1..=calls {
+        let at = format!("2026-01-01T00:00:{n:02}Z");
+        lines.push(serde_json::json!({"type": "assistant", "timestamp": at, "sessionId": "sess-1",
+            "message": {"id": format!("msg_{n}"), "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+            "usage": {"input_tokens": 100, "cache_read_input_tokens": 9000, "output_tokens": 900},
+            "content": [{"type": "tool_use", "id": format!("toolu_t_{n}"), "name": "Bash",
+                "input": {"command": cmd, "description": "run"}}]}}));
+        lines.push(serde_json::json!({"type": "user", "timestamp": at, "sessionId": "sess-1",
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("toolu_t_{n}"),
+                "content": "bash: frobnicate: command not found", "is_error": true}]}}));
+    }
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+#[test]
+fn report_and_status_show_what_a_loop_cost() {
+    let mut env = Env::new();
+    let file = env.project.join("transcript.jsonl");
+    env.transcript = file.display().to_string();
+    env.new_prompt("p1");
+    loop_until_denied(&env, "frobnicate --all");
+    let denied_at = env
+        .events()
+        .iter()
+        .find_map(|e| e["tool_use_id"].as_str().map(String::from))
+        .unwrap();
+    let n: u32 = denied_at.trim_start_matches("toolu_t_").parse().unwrap();
+    // The session's transcript as Claude Code would have written it (no hook read it).
+    std::fs::write(&file, transcript(n, "frobnicate --all")).unwrap();
+    assert!(env
+        .events()
+        .iter()
+        .all(|e| e["transcript_path"] == env.transcript));
+
+    let report = env.run(&["report"], b"").stdout;
+    // From the first repeat (call 2) to the denied call n: n - 1 responses of 10,000 tokens.
+    let want = format!(
+        "repeat loop 2026-01-01 00:00:02 → 2026-01-01 00:00:{n:02}: {} calls, {} tokens",
+        n - 1,
+        (n - 1) * 10
+    );
+    assert!(
+        report.contains(&want.replace(" tokens", ",000 tokens")),
+        "{want}\n{report}"
+    );
+    assert!(
+        report.contains("at claude-sonnet-4-5-20250929 list price"),
+        "{report}"
+    );
+    assert!(report.contains("spent inside 1 loop:"), "{report}");
+    let status = env.run(&["status", "--session", "sess-1"], b"").stdout;
+    assert!(status.contains("spent inside 1 loop:"), "{status}");
+    let json = env.run(&["report", "--json"], b"").json();
+    assert_eq!(
+        json["loop_cost"]["tokens"],
+        (n - 1) as u64 * 10_000,
+        "{json}"
+    );
+
+    let replay = env.run(&["replay", file.to_str().unwrap()], b"").stdout;
+    assert!(replay.contains("spent inside 1 loop"), "{replay}");
+}

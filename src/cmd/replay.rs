@@ -151,6 +151,9 @@ fn print_session(r: &SessionReport, blocks_only: bool) {
             crate::payload::clip(&f.reason, 110)
         );
     }
+    for line in crate::cost::describe(&r.loops, "  cost: ") {
+        println!("{line}");
+    }
 }
 
 fn print_summary(reports: &[SessionReport], skipped: usize) {
@@ -177,4 +180,9 @@ fn print_summary(reports: &[SessionReport], skipped: usize) {
     for (d, (w, b)) in tally(reports) {
         println!("{d:<22} {w:>9} {b:>15}");
     }
+    let loops: Vec<_> = reports.iter().flat_map(|r| r.loops.clone()).collect();
+    println!(
+        "\n{} (from each loop's first repeat to its last decision, main transcripts only)",
+        crate::cost::total(&loops)
+    );
 }

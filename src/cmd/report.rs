@@ -24,6 +24,10 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
         None => None,
     };
     let events = read_events(store, session, cutoff);
+    let range = match since {
+        Some(s) => format!(" in the last {s}"),
+        None => " in the event log".to_string(),
+    };
     let states: Vec<SessionState> = store
         .sessions()
         .into_iter()
@@ -31,17 +35,49 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
         .filter(|s| session.is_none_or(|id| s.session == crate::payload::clip(id, 128)))
         .collect();
     let mut report = build(&events, &states);
+    let costs = crate::cost::from_events(&events);
+    report["loop_cost"] = loop_cost_json(&costs);
     // Logs written by older versions were not masked: mask on the way out too.
     crate::redact::mask_value(&mut report);
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print(&report);
+        print_loop_cost(&costs, &range);
     }
     Ok(())
 }
 
-fn read_events(store: &Store, session: Option<&str>, cutoff: Option<SystemTime>) -> Vec<Value> {
+/// Per session its loops' cost, and the total.
+fn loop_cost_json(costs: &[(String, Vec<crate::cost::LoopCost>)]) -> Value {
+    let all: Vec<_> = costs.iter().flat_map(|(_, l)| l.clone()).collect();
+    json!({
+        "note": "tokens the model spent from each loop's first repeat to its last decision, read from the session transcripts; list prices only for known models",
+        "prices_date": crate::cost::PRICES_DATE,
+        "sessions": costs.iter().map(|(s, l)| json!({"session": s, "loops": l})).collect::<Vec<_>>(),
+        "calls": all.iter().map(|l| l.calls).sum::<usize>(),
+        "tokens": all.iter().map(|l| l.tokens).sum::<u64>(),
+        "list_price_usd": all.iter().filter_map(|l| l.list_price_usd).sum::<f64>(),
+    })
+}
+
+/// What the loops cost, for people; `range` says which events were counted.
+pub fn print_loop_cost(costs: &[(String, Vec<crate::cost::LoopCost>)], range: &str) {
+    if costs.is_empty() {
+        return;
+    }
+    println!("\nwhat the loops cost{range} (from each loop's first repeat to its last decision, read from the transcripts):");
+    for (session, loops) in costs {
+        println!("  session {session}");
+        for line in crate::cost::describe(loops, "    ") {
+            println!("{line}");
+        }
+    }
+    let all: Vec<_> = costs.iter().flat_map(|(_, l)| l.clone()).collect();
+    println!("  {}", crate::cost::total(&all));
+}
+
+pub fn read_events(store: &Store, session: Option<&str>, cutoff: Option<SystemTime>) -> Vec<Value> {
     let mut out = Vec::new();
     for path in crate::gc::log_generations(store.dir()) {
         let Ok(text) = std::fs::read_to_string(path) else {

@@ -55,6 +55,11 @@ pub fn run(
     for (_, s) in &sessions {
         print_session(s);
     }
+    if let Some(id) = session {
+        // One session asked for: what its loops cost (reads its transcript; hooks never do).
+        let events = crate::cmd::report::read_events(store, Some(id), None);
+        crate::cmd::report::print_loop_cost(&crate::cost::from_events(&events), "");
+    }
     Ok(())
 }
 

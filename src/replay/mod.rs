@@ -41,6 +41,11 @@ pub struct Fired {
     pub reason: String,
     /// The Stop Claude Code would have fired after loopgate blocked the previous one.
     pub continuation: bool,
+    /// The call's `tool_use` id, and the transcript's time of the event: where the loop is.
+    #[serde(skip)]
+    pub tool_use_id: Option<String>,
+    #[serde(skip)]
+    pub at_ms: u64,
 }
 
 impl Fired {
@@ -65,6 +70,8 @@ pub struct SessionReport {
     /// Turn ends judged by the Stop gate (Stop and SubagentStop events, continuations included).
     pub stops: usize,
     pub fired: Vec<Fired>,
+    /// What each loop cost, from the main transcript's token usage.
+    pub loops: Vec<crate::cost::LoopCost>,
 }
 
 /// Replays one transcript's text through the engine.
@@ -103,9 +110,23 @@ pub fn replay_group(main: &str, subagents: &[&str], name: &str, config: &Config)
             .iter()
             .filter(|c| c.agent_id.is_some())
             .count(),
+        loops: crate::cost::read(main).loops(&decisions(&fired)),
         stops,
         fired,
     }
+}
+
+/// The decisions of a replay, as [`crate::cost`] places them in the transcript.
+fn decisions(fired: &[Fired]) -> Vec<crate::cost::Decision> {
+    fired
+        .iter()
+        .filter(|f| !f.continuation)
+        .map(|f| crate::cost::Decision {
+            detector: f.detector.to_string(),
+            tool_use_id: f.tool_use_id.clone(),
+            at_ms: f.at_ms,
+        })
+        .collect()
 }
 
 /// The worktree of a replay: one that never changes, so the Stop gate and the circuit breaker
@@ -177,6 +198,8 @@ fn judge_all(
                 severity: v.severity.name(),
                 reason: v.reason,
                 continuation,
+                tool_use_id: payload.tool_use_id.clone(),
+                at_ms: at,
             });
         }
         Some(blocked)

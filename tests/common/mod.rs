@@ -33,6 +33,8 @@ pub struct Env {
     pub session: String,
     pub prompt: String,
     pub vars: Vec<(String, String)>,
+    /// The `transcript_path` every payload names.
+    pub transcript: String,
     next_id: std::cell::Cell<u32>,
 }
 
@@ -85,6 +87,7 @@ impl Env {
             session: "sess-1".into(),
             prompt: "prompt-1".into(),
             vars: vec![("CLAUDE_CODE_SESSION_ATTENDED".into(), "0".into())],
+            transcript: "/dev/null".into(),
             next_id: std::cell::Cell::new(0),
         }
     }
@@ -168,7 +171,7 @@ impl Env {
     pub fn base(&self, event: &str, extra: Value) -> Value {
         let mut p = json!({
             "session_id": self.session,
-            "transcript_path": "/dev/null",
+            "transcript_path": self.transcript,
             "cwd": self.project,
             "prompt_id": self.prompt,
             "permission_mode": "bypassPermissions",
