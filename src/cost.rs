@@ -340,15 +340,13 @@ pub fn total(loops: &[LoopCost]) -> String {
     let calls: usize = loops.iter().map(|l| l.calls).sum();
     let tokens: u64 = loops.iter().map(|l| l.tokens).sum();
     let priced: Vec<f64> = loops.iter().filter_map(|l| l.list_price_usd).collect();
-    let money = if priced.is_empty() {
-        String::new()
-    } else {
-        format!(
-            ", ${:.2} at list price ({} of {} loops; the rest are models without a list price here)",
-            priced.iter().sum::<f64>(),
-            priced.len(),
-            loops.len()
-        )
+    let money = match priced.len() {
+        0 => String::new(),
+        n if n == loops.len() => format!(", ${:.2} at list price", priced.iter().sum::<f64>()),
+        n => format!(
+            ", ${:.2} at list price for the {n} of them on a model with a list price here",
+            priced.iter().sum::<f64>()
+        ),
     };
     format!(
         "spent inside {}: {}, {} tokens{money}",

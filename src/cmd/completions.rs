@@ -7,8 +7,12 @@ use clap::CommandFactory;
 use std::io::Write;
 
 pub fn completions(shell: clap_complete::Shell) -> Result<()> {
+    // Generated into memory first: clap_complete panics on a write error, such as a reader that
+    // closed the pipe (`loopgate completions bash | head`), where a write error ends quietly.
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "loopgate", &mut buf);
     let mut out = std::io::stdout().lock();
-    clap_complete::generate(shell, &mut Cli::command(), "loopgate", &mut out);
+    out.write_all(&buf)?;
     out.flush()?;
     Ok(())
 }

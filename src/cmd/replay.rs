@@ -182,7 +182,7 @@ fn print_summary(reports: &[SessionReport], skipped: usize) {
     }
     let loops: Vec<_> = reports.iter().flat_map(|r| r.loops.clone()).collect();
     println!(
-        "\n{} (from each loop's first repeat to its last decision, main transcripts only)",
+        "\n{}\n  (each loop from its first repeat to its last decision; main transcripts only)",
         crate::cost::total(&loops)
     );
 }
