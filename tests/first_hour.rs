@@ -456,3 +456,19 @@ fn report_and_status_show_what_a_loop_cost() {
     let replay = env.run(&["replay", file.to_str().unwrap()], b"").stdout;
     assert!(replay.contains("spent inside 1 loop"), "{replay}");
 }
+
+#[test]
+fn the_failures_warning_names_a_call_once_with_its_count() {
+    let env = Env::new();
+    let mut warning = None;
+    for n in 0..5 {
+        let input = serde_json::json!({"command": "make deploy"});
+        let id = env.id();
+        env.pre("Bash", input.clone(), &id);
+        let err = format!("Exit code 2\nmake: *** [deploy] Error {n}");
+        warning = env.fail("Bash", input, &id, &err).context().or(warning);
+    }
+    let ctx = warning.expect("a warning at the 5th failure");
+    assert!(ctx.contains("Bash `make deploy` (5×)"), "{ctx}");
+    assert_eq!(ctx.matches("make deploy").count(), 1, "{ctx}");
+}

@@ -46,10 +46,24 @@ pub fn on_answer(v: &View, e: &Entry) -> Option<Verdict> {
     if n == before || n < every || !n.is_multiple_of(every) {
         return None;
     }
-    let names: Vec<String> = named
-        .iter()
-        .rev()
-        .map(|x| super::describe(&x.tool, &x.target))
+    // The same call failing five times is named once, with its count.
+    let mut counted: Vec<(String, usize)> = Vec::new();
+    for x in named.iter().rev() {
+        let name = super::describe(&x.tool, &x.target);
+        match counted.iter_mut().find(|(n, _)| *n == name) {
+            Some(c) => c.1 += 1,
+            None => counted.push((name, 1)),
+        }
+    }
+    let names: Vec<String> = counted
+        .into_iter()
+        .map(|(name, k)| {
+            if k > 1 {
+                format!("{name} ({k}×)")
+            } else {
+                name
+            }
+        })
         .collect();
     let reason = format!(
         "loopgate: {n} tool calls in a row have failed (latest: {}). \
