@@ -472,3 +472,64 @@ fn the_failures_warning_names_a_call_once_with_its_count() {
     assert!(ctx.contains("Bash `make deploy` (5×)"), "{ctx}");
     assert_eq!(ctx.matches("make deploy").count(), 1, "{ctx}");
 }
+
+/// A stand-in for cargo that "builds" by copying the test's loopgate binary: enough for
+/// install.sh's build step, without a release build.
+#[cfg(unix)]
+fn fake_cargo(dir: &Path, target: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in\n  -vV) echo 'host: test-host' ;;\n  metadata) echo '{{\"target_directory\":\"{t}\"}}' ;;\n  build) mkdir -p '{t}/release' && cp '{bin}' '{t}/release/loopgate' ;;\nesac\n",
+        t = target.display(),
+        bin = crate::common::BIN
+    );
+    let path = dir.join("cargo");
+    write(&path, &script);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn install_sh_uninstall_then_restore_leaves_hooks_that_run() {
+    let env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    let tools = home.join("tools");
+    fake_cargo(&tools, &home.join("target"));
+    let bin_dir = home.join("bin");
+    let install = |arg: &str| {
+        let o =
+            std::process::Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh"))
+                .args([arg].into_iter().filter(|a| !a.is_empty()))
+                .env_clear()
+                .env("HOME", &home)
+                .env("PATH", format!("{}:/usr/bin:/bin", tools.display()))
+                .env("LOOPGATE_BIN_DIR", &bin_dir)
+                .output()
+                .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(o.status.success(), "install.sh {arg}: {text}");
+        text
+    };
+    install("");
+    let bin = bin_dir.join("loopgate");
+    assert!(bin.is_file());
+    install("--uninstall");
+    assert!(!bin.exists(), "uninstall removes the binary");
+    let out = install("--restore");
+    assert!(
+        bin.is_file(),
+        "restore installs the binary again first: {out}"
+    );
+    let settings = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap();
+    assert!(settings.contains(&bin.display().to_string()), "{settings}");
+    // The restored hooks run.
+    let o = std::process::Command::new(&bin)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+}
