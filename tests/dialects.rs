@@ -176,6 +176,13 @@ fn a_repeated_failing_shell_call_is_denied_in_each_clis_shape_before_its_own_gua
             assert_eq!(out.code, 0, "{cli}: {}", out.stderr);
             if let Some(reason) = denial_reason(cli, &out) {
                 assert!(reason.contains("loopgate"), "{cli}: {reason}");
+                // The shell tool by the name that CLI's model knows.
+                let shell = match cli {
+                    "gemini" | "qwen" => "run_shell_command `",
+                    "copilot" => "bash `",
+                    _ => "Bash `",
+                };
+                assert!(reason.contains(shell), "{cli}: {reason}");
                 denied_at = Some(call);
                 break;
             }

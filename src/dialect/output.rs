@@ -17,8 +17,9 @@ pub fn answer(agent: Agent, event: Event, source: Event, v: &Verdict) -> Option<
     if agent == Agent::Claude {
         return render::answer(event, v);
     }
-    let reason = v.reason.as_str();
-    let human = render::human_line(v);
+    let reason = native_shell(agent, &v.reason);
+    let reason = reason.as_str();
+    let human = native_shell(agent, &render::human_line(v));
     let stop_like = matches!(event, Event::Stop | Event::SubagentStop);
     let out: Value = match (event, v.action) {
         (_, Action::Warn | Action::Ask) if stop_like => return None,
@@ -44,6 +45,17 @@ pub fn answer(agent: Agent, event: Event, source: Event, v: &Verdict) -> Option<
         _ => context(agent, source, reason, &human),
     };
     Some(out.to_string())
+}
+
+/// The shell tool under the name the CLI and its model know it by: detectors name calls as Claude
+/// Code does (`Bash \`npm test\``), and a Gemini model told "Bash" looks for a tool it lacks.
+fn native_shell(agent: Agent, text: &str) -> String {
+    let name = match agent {
+        Agent::Gemini | Agent::Qwen => "run_shell_command",
+        Agent::Copilot => "bash",
+        Agent::Claude | Agent::Codex => return text.to_string(),
+    };
+    text.replace("Bash `", &format!("{name} `"))
 }
 
 fn deny(agent: Agent, reason: &str, human: &str) -> Value {
