@@ -282,6 +282,11 @@ fn status_after_a_reset_says_so_and_report_keeps_the_history() {
     assert!(after.contains("reset at "), "{after}");
     assert!(after.contains("calls 0  failures 0  denials 0"), "{after}");
     assert!(!after.contains("PreToolUse Bash deny"), "{after}");
+    let explain = env.run(&["explain"], b"").stdout;
+    assert!(
+        explain.contains("detector: repeat"),
+        "a reset is no decision: {explain}"
+    );
     let report = env.run(&["report", "--json"], b"").json();
     assert_eq!(report["statistics"]["interventions"], 1, "{report}");
     assert!(

@@ -328,6 +328,10 @@ fn read_events(state_dir: &Path, session: Option<&str>) -> Vec<Value> {
             if session.is_some_and(|id| e["session"] != crate::payload::clip(id, 128)) {
                 continue;
             }
+            // A `loopgate reset` line records the person's command, not a decision.
+            if e["event"] == "reset" {
+                continue;
+            }
             out.push(e);
         }
     }
