@@ -6,6 +6,23 @@ use crate::cli::Cli;
 use clap::CommandFactory;
 use std::ffi::OsString;
 
+/// What a bare `loopgate` prints: the few commands a newcomer needs, and where the rest are.
+const START: &str = "\
+loopgate detects an AI coding agent stuck in a loop and breaks the loop. It runs as a hook of
+Claude Code (or Codex, Gemini, Qwen Code, Copilot CLI) on every tool call.
+
+Usage: loopgate <COMMAND> [OPTIONS]
+
+Start here:
+  loopgate demo      see a loop denied, in a throw-away directory
+  loopgate setup     wire the hooks into ~/.claude/settings.json (--agent for another CLI)
+  loopgate doctor    check the installation
+  loopgate status    recent sessions and what loopgate did in them
+  loopgate report    what it saw and did, and what the loops cost
+
+Every command and option: loopgate --help
+";
+
 /// What to do with a command line clap refused.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refusal {
@@ -19,8 +36,8 @@ pub enum Refusal {
 pub fn refusal(e: &clap::Error, args: &[OsString]) -> Refusal {
     let words: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
     if words.is_empty() {
-        // Nothing asked for: the short help, not an error.
-        return Refusal::Show(Cli::command().render_help().to_string());
+        // Nothing asked for: where to start, not an error.
+        return Refusal::Show(START.to_string());
     }
     if words.first() == Some(&"help") && words.iter().any(|w| *w == "--help" || *w == "-h") {
         return Refusal::Show(Cli::command().render_long_help().to_string());
