@@ -68,7 +68,11 @@ fn bare_loopgate_and_help_help_show_help() {
             "{args:?}: {}",
             out.stdout
         );
+        assert!(out.stdout.contains("loopgate demo"), "{}", out.stdout);
     }
+    let bare = env.run(&[], b"").stdout;
+    assert!(bare.lines().count() < 20, "short: {bare}");
+    assert!(bare.contains("loopgate --help"), "{bare}");
 }
 
 #[test]
