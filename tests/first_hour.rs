@@ -542,3 +542,23 @@ fn install_sh_uninstall_then_restore_leaves_hooks_that_run() {
         .unwrap();
     assert!(o.status.success());
 }
+
+#[test]
+fn a_bad_duration_says_what_to_write() {
+    let mut env = Env::new();
+    env.new_prompt("p1");
+    for args in [
+        &["gc", "--older-than", "x"][..],
+        &["status", "--since", "5q"],
+        &["report", "--since", "x"],
+    ] {
+        let out = refused_run(&env, args);
+        assert!(
+            out.stderr
+                .contains("is not a duration: write a number and a unit"),
+            "{}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("expected number at"), "{}", out.stderr);
+    }
+}

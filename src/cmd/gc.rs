@@ -1,7 +1,7 @@
 //! `loopgate gc`: housekeeping of the state directory on demand (see [`crate::gc`]).
 
 use crate::config::Housekeeping;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::io::Write;
 use std::path::Path;
 use std::time::SystemTime;
@@ -14,9 +14,7 @@ pub fn run(
     as_json: bool,
 ) -> Result<()> {
     let age = match older_than {
-        Some(s) => humantime::parse_duration(s).with_context(|| {
-            format!("--older-than {s:?}: expected a duration such as 12h or 7d")
-        })?,
+        Some(s) => super::duration("--older-than", s)?,
         None => crate::gc::max_age(cfg),
     };
     let swept = crate::gc::sweep(

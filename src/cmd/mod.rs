@@ -30,6 +30,15 @@ pub fn state_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
     }
 }
 
+/// A duration option (`--since 2h`), or what to write instead.
+pub fn duration(flag: &str, value: &str) -> Result<std::time::Duration> {
+    humantime::parse_duration(value.trim()).map_err(|_| {
+        anyhow::anyhow!(
+            "{flag} {value:?} is not a duration: write a number and a unit, such as 30m, 2h or 7d"
+        )
+    })
+}
+
 /// Whether a hook has ever recorded anything in the state dir `dir`.
 pub fn state_exists(dir: &Path) -> bool {
     dir.join("sessions").is_dir() || dir.join(crate::events::FILE).is_file()

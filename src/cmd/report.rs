@@ -5,7 +5,7 @@
 
 use crate::state::SessionState;
 use crate::store::Store;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -17,8 +17,7 @@ const OUTPUT_SIGNALS: &[&str] = &["stagnation"];
 pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: bool) -> Result<()> {
     let cutoff = match since {
         Some(s) => {
-            let d: Duration = humantime::parse_duration(s)
-                .with_context(|| format!("bad --since {s:?} (try 2h, 30m, 7d)"))?;
+            let d: Duration = super::duration("--since", s)?;
             Some(SystemTime::now() - d)
         }
         None => None,

@@ -17,9 +17,7 @@ pub fn run(
 ) -> Result<()> {
     let cutoff_ms = match since {
         Some(s) => {
-            let d = humantime::parse_duration(s).map_err(|_| {
-                anyhow::anyhow!("--since {s:?}: expected a duration such as 30m, 2h or 7d")
-            })?;
+            let d = super::duration("--since", s)?;
             Some(crate::clock::now_ms().saturating_sub(d.as_millis() as u64))
         }
         None => None,
