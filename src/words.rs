@@ -14,7 +14,10 @@ pub fn count(n: impl Into<u64>, word: &str) -> String {
 /// A serde error message with Rust's type names replaced by what they mean to a person writing
 /// a config file or a hook payload.
 pub fn plain(msg: &str) -> String {
-    const NAMES: [(&str, &str); 14] = [
+    const NAMES: [(&str, &str); 16] = [
+        // serde_json on text that is not JSON at all.
+        ("expected ident", "not JSON"),
+        ("expected value", "not JSON"),
         ("expected u8", "expected a whole number from 0 to 255"),
         ("expected u16", "expected a whole number of 0 or more"),
         ("expected u32", "expected a whole number of 0 or more"),
@@ -71,6 +74,10 @@ mod tests {
         assert_eq!(
             plain("invalid type: integer `0`, expected struct Payload at line 1 column 1"),
             "the number `0`, expected an object at line 1 column 1"
+        );
+        assert_eq!(
+            plain("expected ident at line 1 column 2"),
+            "not JSON at line 1 column 2"
         );
         assert_eq!(
             plain("invalid value: integer `-1`, expected u32"),
