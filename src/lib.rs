@@ -149,6 +149,19 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
                 );
             }
         }
+        Command::Reset { state, json, .. }
+            if !cmd::state_exists(&cmd::state_dir(cli.state_dir_for(state))?) =>
+        {
+            let dir = cmd::state_dir(cli.state_dir_for(state))?;
+            if *json {
+                println!("{}", serde_json::json!({"reset": 0}));
+            } else {
+                println!(
+                    "loopgate: nothing to reset: no hook has recorded anything in {} yet",
+                    dir.display()
+                );
+            }
+        }
         Command::Status {
             state,
             session,

@@ -339,6 +339,7 @@ fn read_only_commands_create_nothing() {
     for args in [
         &["status"][..],
         &["report"],
+        &["reset", "--all"],
         &["--state-dir", elsewhere.to_str().unwrap(), "status"],
         &["doctor"],
     ] {
