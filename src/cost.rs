@@ -305,6 +305,9 @@ impl Transcript {
     }
 }
 
+/// The largest transcript read for a loop's cost.
+const MAX_TRANSCRIPT: u64 = 1 << 30;
+
 /// `12,345`.
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
@@ -381,6 +384,12 @@ pub fn from_events(events: &[Value]) -> Vec<(String, Vec<LoopCost>)> {
     sessions
         .into_iter()
         .filter_map(|(session, path, decisions)| {
+            // The path came in a hook payload: only a regular file of a plausible size is read
+            // (not a FIFO, a device or /dev/zero).
+            let meta = std::fs::metadata(&path).ok()?;
+            if !meta.is_file() || meta.len() > MAX_TRANSCRIPT {
+                return None;
+            }
             let text = std::fs::read_to_string(&path).ok()?;
             let loops = read(&text).loops(&decisions);
             (!loops.is_empty()).then_some((session, loops))
