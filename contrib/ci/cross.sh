@@ -39,9 +39,9 @@ fi
 # A fixed cwd-independent path for the binaries each step produced.
 bin() { printf '%s/%s/debug/%s' "$CARGO_TARGET_DIR" "$1" "$2"; }
 
-step "native reference build"
-cargo build --quiet --locked
-reference=$(cargo metadata --format-version 1 --no-deps |
+step "native reference build (cargo test's, in the default target dir)"
+env -u CARGO_TARGET_DIR cargo build --quiet --locked
+reference=$(env -u CARGO_TARGET_DIR cargo metadata --format-version 1 --no-deps |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/loopgate
 
 step "x86_64-unknown-linux-musl (static), run natively"
@@ -63,7 +63,8 @@ fi
 step "x86_64-pc-windows-gnu, run under wine"
 cargo build --quiet --locked --target x86_64-pc-windows-gnu
 exe=$(bin x86_64-pc-windows-gnu loopgate.exe)
-export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-$PWD/$CARGO_TARGET_DIR/wineprefix}
+# The prefix lives outside the checkout: its dosdevices link to / would send any tree walk there.
+export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/loopgate-ci/wineprefix}
 mkdir -p "$WINEPREFIX"
 wineboot -i >/dev/null 2>&1 || true
 # Debian 12's wine lacks bcryptprimitives.dll, which std imports (see the stand-in's source).
