@@ -716,14 +716,8 @@ pub fn run_managed(dir: &Path, command_prefix: &str, uninstall: bool) -> Result<
     if fs::read_to_string(&path).is_ok_and(|old| old == text) {
         return Ok(format!("loopgate hooks already up to date in {shown}"));
     }
-    #[cfg(unix)]
-    let permissions = {
-        use std::os::unix::fs::PermissionsExt;
-        // Readable by every user's Claude Code, writable by its owner only.
-        Some(fs::Permissions::from_mode(0o644))
-    };
-    #[cfg(not(unix))]
-    let permissions = None;
+    // Readable by every user's Claude Code, writable by its owner only.
+    let permissions = crate::platform::world_readable_permissions();
     write_atomic(&path, text.as_bytes(), permissions.as_ref()).with_context(|| {
         format!("cannot write {shown} (managed settings usually need root: try sudo)")
     })?;
