@@ -145,9 +145,12 @@ else
     trap 'rm -rf "$tmp"' EXIT
 fi
 
-first=$(absolute "$1")
-shift
-set -- "$first" "$@"
+# Every argument naming a file (the binary, also when it follows `wine64` or `qemu-aarch64`).
+resolved=()
+for arg in "$@"; do
+    if [ -f "$arg" ]; then resolved+=("$(absolute "$arg")"); else resolved+=("$arg"); fi
+done
+set -- "${resolved[@]}"
 [ -z "$reference" ] || reference=$(absolute "$reference")
 mkdir -p "$tmp/test"
 session "$tmp/test" "$@"
