@@ -82,6 +82,25 @@ native=$home2/.local/share/loopgate/bin/loopgate
 (cd "$home2" && user_env "$home2" loopgate doctor) >"$tmp/doctor.out" 2>&1 || fail "loopgate doctor failed: $(cat "$tmp/doctor.out")"
 user_env "$home2" loopgate --version | grep -q "^loopgate $version " || fail "loopgate --version is not $version"
 
+# npm picks each platform's package by `os`/`cpu`: installing as another platform would
+# (npm's --os/--cpu) must bring exactly that platform's package and binary.
+for pkg in "$dist"/loopgate-cli-*-"$version".tgz; do
+    platform=${pkg##*/loopgate-cli-}
+    platform=${platform%-"$version".tgz}
+    os_name=${platform%-*}
+    arch=${platform#*-}
+    exe=loopgate
+    [ "$os_name" = win32 ] && exe=loopgate.exe
+    prefix=$tmp/as-$platform
+    step "npm install -g loopgate as $os_name/$arch"
+    user_env "$home2" npm install -g --prefix "$prefix" --os="$os_name" --cpu="$arch" loopgate \
+        >"$tmp/install-$platform.out" 2>&1 || fail "npm install as $platform failed: $(cat "$tmp/install-$platform.out")"
+    chosen=$(ls "$prefix"/lib/node_modules/loopgate/node_modules/@loopgate 2>/dev/null || true)
+    [ "$chosen" = "cli-$platform" ] || fail "npm as $platform installed '$chosen', not cli-$platform"
+    [ -f "$prefix/lib/node_modules/loopgate/node_modules/@loopgate/cli-$platform/bin/$exe" ] ||
+        fail "the $platform package has no bin/$exe"
+done
+
 step "hook session through the wired binary, then through the launcher"
 "$here/hook-session.sh" "$native"
 PATH="$home2/npm-global/bin:$PATH" "$here/hook-session.sh" --reference "$native" "$home2/npm-global/bin/loopgate"
