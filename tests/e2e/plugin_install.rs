@@ -63,6 +63,15 @@ fn path_without_rust() -> String {
     std::env::join_paths(dirs).unwrap().into_string().unwrap()
 }
 
+/// What loopgate's SessionStart hook printed, from the stream's `hook_response` event.
+fn session_start_stdout(run: &super::run::Run) -> String {
+    run.stream
+        .iter()
+        .find(|l| l["subtype"] == "hook_response" && l["hook_event"] == "SessionStart")
+        .map(|l| l["stdout"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_default()
+}
+
 fn which(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))
@@ -101,13 +110,14 @@ fn e2e_plugin_installs_its_binary_once_then_breaks_loops() {
         b"\x7fELF",
         "the installed binary is native"
     );
-    // The user is told, once: the SessionStart's systemMessage.
-    let said = run
-        .stream
-        .iter()
-        .any(|l| l.to_string().contains("installed loopgate "))
-        || run.stderr.contains("installed loopgate ");
-    assert!(said, "the install was not announced\n{}", run.summary());
+    // The user is told: the SessionStart hook answered with a systemMessage saying so.
+    let said = session_start_stdout(&run);
+    assert!(
+        said.contains("\"systemMessage\"")
+            && said.contains(&format!("installed loopgate {}", env!("CARGO_PKG_VERSION"))),
+        "the install was not announced: {said:?}\n{}",
+        run.summary()
+    );
     let results = call_results(&run, 8);
     assert_loop_broken(&run, &results, "Bash");
     let first_install = fs::metadata(&installed).unwrap().modified().unwrap();
@@ -119,6 +129,10 @@ fn e2e_plugin_installs_its_binary_once_then_breaks_loops() {
         fs::metadata(&installed).unwrap().modified().unwrap(),
         first_install,
         "the second session installed again"
+    );
+    assert!(
+        !session_start_stdout(&run).contains("installed"),
+        "the second session announced an install"
     );
     let results = call_results(&run, 8);
     assert_loop_broken(&run, &results, "Bash");
