@@ -73,7 +73,7 @@ pub fn command_prefix(bin: &Path, observe: bool) -> Result<String> {
     let bin = bin
         .to_str()
         .with_context(|| format!("binary path {} is not valid UTF-8", bin.display()))?;
-    let mut prefix = shell_quote(bin);
+    let mut prefix = shell_quote(&crate::platform::hook_command_path(bin));
     if observe {
         prefix.push_str(" --observe");
     }

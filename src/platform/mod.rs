@@ -139,6 +139,13 @@ pub fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
     imp::special_kind(ft)
 }
 
+/// A binary's path as a hook command names it. Claude Code runs a hook command through `sh -c`,
+/// on Windows through Git Bash (or PowerShell when Git Bash is missing): forward slashes there,
+/// which both read as written (`C:/Users/me/loopgate.exe`), where backslashes would need quoting.
+pub fn hook_command_path(bin: &str) -> std::borrow::Cow<'_, str> {
+    imp::hook_command_path(bin)
+}
+
 /// Reads the change stamp ([`change_ns`]) of entry after entry of a directory walk, without
 /// following symlinks. On Linux it keeps the entry's directory open (`O_PATH`) while its entries
 /// come, so the kernel resolves one name per entry instead of the whole path.

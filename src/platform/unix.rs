@@ -90,6 +90,10 @@ pub fn world_readable_permissions() -> Option<std::fs::Permissions> {
     Some(std::fs::Permissions::from_mode(0o644))
 }
 
+pub fn hook_command_path(bin: &str) -> std::borrow::Cow<'_, str> {
+    bin.into()
+}
+
 pub fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
     if ft.is_fifo() {
         Some("a FIFO")

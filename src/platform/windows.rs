@@ -117,6 +117,10 @@ pub fn world_readable_permissions() -> Option<std::fs::Permissions> {
     None
 }
 
+pub fn hook_command_path(bin: &str) -> std::borrow::Cow<'_, str> {
+    bin.replace('\\', "/").into()
+}
+
 pub fn special_kind(_ft: &std::fs::FileType) -> Option<&'static str> {
     None
 }

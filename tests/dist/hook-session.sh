@@ -11,8 +11,9 @@
 # command (`wine64 loopgate.exe`). With --reference, the same session first runs through BIN (a
 # native build) and every hook answer (stdout and exit code) must be byte-for-byte the same.
 #
-# Environment: HOOK_SESSION_PATH_CMD, a command that turns a Unix path into the form the binary
-# sees (e.g. `winepath -w`), used for the project path inside the payloads. HOOK_SESSION_KEEP=1
+# Environment: HOOK_SESSION_PATH_CMD, a command that turns a Unix path into the form the tested
+# binary sees (e.g. `winepath -w`), used for the project path inside its payloads (the
+# reference's stay Unix paths). HOOK_SESSION_KEEP=1
 # keeps the temp dir. Exits non-zero, saying which step, on the first difference.
 set -euo pipefail
 
@@ -43,8 +44,8 @@ fail() {
 # One session in a fresh temp dir through the command "$@"; the answers go to $answers (one
 # block per hook call: the step, the exit code, stdout), the manual commands' output beside it.
 session() {
-    local dir=$1
-    shift
+    local dir=$1 path_cmd=$2
+    shift 2
     local home=$dir/home proj=$dir/project answers=$dir/answers
     mkdir -p "$home" "$proj"
     printf 'hello\n' >"$proj/README.md"
@@ -53,12 +54,15 @@ session() {
     git -C "$proj" -c user.name=t -c user.email=t@example.invalid -c commit.gpgsign=false \
         commit -q -m init
     local proj_in=$proj
-    if [ -n "${HOOK_SESSION_PATH_CMD:-}" ]; then
+    if [ -n "$path_cmd" ]; then
         # shellcheck disable=SC2086 # a command with its arguments
-        proj_in=$($HOOK_SESSION_PATH_CMD "$proj")
+        proj_in=$($path_cmd "$proj")
     fi
     # The payload's project path, as JSON string content (a Windows path has backslashes).
     local proj_json=${proj_in//\\/\\\\}
+    # The same as a sed replacement, where a backslash and the delimiter need escaping again.
+    local proj_sed=${proj_json//\\/\\\\}
+    proj_sed=${proj_sed//#/\\#}
 
     local -a env=(env -i "PATH=$PATH" "HOME=$home" "XDG_CONFIG_HOME=$dir/xdg"
         "LOOPGATE_STATE_DIR=$dir/state" "CLAUDE_PROJECT_DIR=$proj_in"
@@ -75,14 +79,14 @@ session() {
         local step=$1 fixture=$2 sub=$3 extra=$4
         shift 4
         local payload out code
-        payload=$(sed -e "s#/home/dev/project#${proj_json//#/\\#}#g" -e "s#/home/dev#/nonexistent#g" \
+        payload=$(sed -e "s#/home/dev/project#${proj_sed}#g" -e "s#/home/dev#/nonexistent#g" \
             ${extra:+-e "$extra"} "$fixtures/$fixture")
         set +e
         out=$(printf '%s\n' "$payload" | (cd "$proj" && "${env[@]}" "$@" "$sub") 2>>"$dir/stderr")
         code=$?
         set -e
         [ "$code" = 2 ] && fail "$step: exit code 2 (loopgate never exits 2)"
-        printf '== %s\nexit %s\n%s\n' "$step" "$code" "${out//$proj_json/<PROJECT>}" >>"$answers"
+        printf '== %s\nexit %s\n%s\n' "$step" "$code" "${out//"$proj_json"/<PROJECT>}" >>"$answers"
         last_out=$out
         last_code=$code
     }
@@ -153,10 +157,10 @@ done
 set -- "${resolved[@]}"
 [ -z "$reference" ] || reference=$(absolute "$reference")
 mkdir -p "$tmp/test"
-session "$tmp/test" "$@"
+session "$tmp/test" "${HOOK_SESSION_PATH_CMD:-}" "$@"
 if [ -n "$reference" ]; then
     mkdir -p "$tmp/reference"
-    session "$tmp/reference" "$reference"
+    session "$tmp/reference" "" "$reference"
     if ! diff -u "$tmp/reference/answers" "$tmp/test/answers" >"$tmp/diff"; then
         cat "$tmp/diff" >&2
         fail "the answers of '$*' differ from those of $reference (above: - reference, + tested)"
