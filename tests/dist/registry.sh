@@ -51,6 +51,8 @@ packages:
     access: \$all
     publish: \$authenticated
 log: { type: file, path: $tmp/verdaccio.log, level: warn }
+# CI packages debug builds (about 100 MB each); verdaccio's default limit is 10 MB.
+max_body_size: 1gb
 EOF
     step "starting verdaccio $VERDACCIO on $registry_url"
     "$cache/node_modules/.bin/verdaccio" --config "$tmp/verdaccio.yaml" --listen "127.0.0.1:$port" \
