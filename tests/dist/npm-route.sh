@@ -81,6 +81,15 @@ native=$home2/.local/share/loopgate/bin/loopgate
 (cd "$home2" && user_env "$home2" loopgate status) >"$tmp/status.out" 2>&1 || fail "loopgate status failed: $(cat "$tmp/status.out")"
 (cd "$home2" && user_env "$home2" loopgate doctor) >"$tmp/doctor.out" 2>&1 || fail "loopgate doctor failed: $(cat "$tmp/doctor.out")"
 user_env "$home2" loopgate --version | grep -q "^loopgate $version " || fail "loopgate --version is not $version"
+# A failing exit code and stderr pass through the launcher as the binary gives them.
+set +e
+native_err=$(user_env "$home2" "$native" no-such-command 2>&1 >/dev/null)
+native_code=$?
+launcher_err=$(user_env "$home2" loopgate no-such-command 2>&1 >/dev/null)
+launcher_code=$?
+set -e
+[ "$native_code" != 0 ] && [ "$launcher_code" = "$native_code" ] && [ "$launcher_err" = "$native_err" ] ||
+    fail "through the launcher an unknown command gave exit $launcher_code, natively $native_code"
 
 # npm picks each platform's package by `os`/`cpu`: installing as another platform would
 # (npm's --os/--cpu) must bring exactly that platform's package and binary.
