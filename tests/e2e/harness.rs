@@ -50,6 +50,8 @@ pub struct Scenario {
     tmp_dir: PathBuf,
     claude: PathBuf,
     args: Vec<String>,
+    /// Set after the base environment, replacing a variable of the same name.
+    env: Vec<(String, String)>,
     /// Kept last so the directories outlive everything that points into them.
     root: TempDir,
 }
@@ -76,6 +78,7 @@ impl Scenario {
             tmp_dir: sub("tmp"),
             claude,
             args: Vec::new(),
+            env: Vec::new(),
             root,
         };
         scenario.init_project();
@@ -184,7 +187,9 @@ impl Scenario {
     }
 
     /// The plugin route: `claude --plugin-dir <repo root>`, whose hooks run
-    /// `hooks/loopgate-hook`, which runs the binary `cargo build --release` leaves in the repo.
+    /// `hooks/loopgate-hook`. The binary `cargo build --release` leaves in the repo is put where
+    /// the wrapper looks first, the plugin's data dir (as its one-time install would), so no
+    /// other loopgate on PATH can stand in for it.
     fn install_as_plugin(&mut self) {
         let root = claude_cli::repo_root();
         assert!(
@@ -193,16 +198,33 @@ impl Scenario {
             "plugin manifest or hooks/hooks.json missing at the repo root"
         );
         build_release_once();
-        // hooks/loopgate-hook falls back to any `loopgate` on PATH; the test must not quietly
-        // exercise some other installed copy.
         let built = root.join("target").join("release").join("loopgate");
         assert!(
             built.is_file(),
             "{} missing (CARGO_TARGET_DIR elsewhere?): the plugin would not run this build",
             built.display()
         );
+        let bin_dir = self.plugin_data().join("bin");
+        fs::create_dir_all(&bin_dir).unwrap();
+        std::os::unix::fs::symlink(&built, bin_dir.join("loopgate")).unwrap();
+        self.plugin_dir(&root);
+    }
+
+    /// `--plugin-dir <dir>` for the run.
+    pub fn plugin_dir(&mut self, dir: &Path) {
         self.args.push("--plugin-dir".into());
-        self.args.push(root.display().to_string());
+        self.args.push(dir.display().to_string());
+    }
+
+    /// `CLAUDE_PLUGIN_DATA` of the loopgate plugin given by `--plugin-dir` (hooks-observed.md 3e).
+    pub fn plugin_data(&self) -> PathBuf {
+        self.home.join(".claude/plugins/data/loopgate-inline")
+    }
+
+    /// Sets an environment variable of the runs, replacing the base environment's value.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.into(), value.into()));
     }
 
     /// Registers `<bin> <subcommand>` for every loopgate event in `~/.claude/settings.json`,
@@ -381,6 +403,8 @@ impl Scenario {
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
+        .filter(|(k, _)| !self.env.iter().any(|(set, _)| set == k))
+        .chain(self.env.iter().cloned())
         .collect()
     }
 

@@ -15,7 +15,7 @@ fn repeat(turn: Turn, n: usize) -> Vec<Turn> {
 }
 
 /// The looping agent: the same failing command 8 times, then a claim it is done.
-fn looping_script(prompt: &str) -> Script {
+pub(super) fn looping_script(prompt: &str) -> Script {
     let mut turns = repeat(Turn::call(bash(FAILING)), 8);
     turns.push(Turn::text("I could not read the config."));
     Script::default().conversation("main", prompt, turns)
@@ -29,7 +29,7 @@ fn main_results(run: &Run, expected: usize) -> Vec<ToolResult> {
 
 /// Results of the main agent's one-call turns (`toolu_e2e_<turn>_0`) in order, up to the first
 /// call that was never made because a hook ended the run.
-fn call_results(run: &Run, turns: usize) -> Vec<ToolResult> {
+pub(super) fn call_results(run: &Run, turns: usize) -> Vec<ToolResult> {
     (0..turns)
         .map_while(|t| run.find_tool_result(&format!("toolu_e2e_{t}_0")))
         .collect()

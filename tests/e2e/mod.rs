@@ -17,6 +17,8 @@
 //! - `expect`: assertions phrased as what the model saw.
 //! - `smoke`: the harness against the real CLI with a recorder hook, no loopgate involved.
 //! - `loops`, `stop_gate`: the scenarios of issue 4.
+//! - `plugin_install`: the plugin route with nothing built, installing its binary once from a
+//!   registry (run by tests/dist/plugin-route.sh).
 //! - `escalation`: issues 3 and 9, stage-3 escalation ending an unattended run, and an OPEN
 //!   circuit refusing the next prompt.
 //! - `progress`: issue 9, a same-content write loop and a parallel batch with one failure.
@@ -29,6 +31,7 @@ mod fake_api;
 mod harness;
 mod http;
 mod loops;
+mod plugin_install;
 mod plugin_validate;
 mod progress;
 mod run;

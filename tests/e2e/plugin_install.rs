@@ -1,0 +1,139 @@
+//! The plugin route with nothing built (issue 19): `claude --plugin-dir` on a copy of the
+//! plugin's files alone (no `target/`), with no loopgate, cargo or rustc on PATH. The first
+//! session's SessionStart installs the plugin's version from the npm registry into the plugin's
+//! data dir, once, and says so; the hooks then break a loop; a second session installs nothing.
+//!
+//! It needs an npm registry holding this version's packages: `tests/dist/plugin-route.sh` starts
+//! one (verdaccio, local) and runs this test with `LOOPGATE_E2E_NPM_REGISTRY` set. Without that
+//! variable the test says so on stderr and passes.
+
+use super::expect::*;
+use super::harness::Scenario;
+use super::loops::{call_results, looping_script};
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+const REGISTRY_VAR: &str = "LOOPGATE_E2E_NPM_REGISTRY";
+
+fn registry() -> Option<String> {
+    let url = std::env::var(REGISTRY_VAR).ok().filter(|u| !u.is_empty());
+    if url.is_none() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIP e2e plugin install: {REGISTRY_VAR} is not set (tests/dist/plugin-route.sh sets it)"
+        );
+    }
+    url
+}
+
+/// The plugin as `/plugin install` copies it: its manifests and hooks, nothing built.
+fn copy_plugin(to: &Path) {
+    let root = super::claude_cli::repo_root();
+    for rel in [
+        ".claude-plugin/plugin.json",
+        ".claude-plugin/marketplace.json",
+        "hooks/hooks.json",
+        "hooks/loopgate-hook",
+    ] {
+        let dest = to.join(rel);
+        fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        fs::copy(root.join(rel), dest).unwrap();
+    }
+}
+
+/// A PATH with node and npm, the shell and its tools, and neither loopgate nor a Rust toolchain.
+fn path_without_rust() -> String {
+    let node = which("node").expect("node on PATH (npm installs the plugin's binary)");
+    let dirs: Vec<PathBuf> = [
+        node.parent().unwrap().to_path_buf(),
+        "/usr/bin".into(),
+        "/bin".into(),
+    ]
+    .into();
+    for dir in &dirs {
+        for tool in ["loopgate", "cargo", "rustc"] {
+            assert!(
+                !dir.join(tool).exists(),
+                "{} is on the test PATH; this route must work without it",
+                dir.join(tool).display()
+            );
+        }
+    }
+    std::env::join_paths(dirs).unwrap().into_string().unwrap()
+}
+
+/// What loopgate's SessionStart hook printed, from the stream's `hook_response` event.
+fn session_start_stdout(run: &super::run::Run) -> String {
+    run.stream
+        .iter()
+        .find(|l| l["subtype"] == "hook_response" && l["hook_event"] == "SessionStart")
+        .map(|l| l["stdout"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_default()
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn e2e_plugin_installs_its_binary_once_then_breaks_loops() {
+    let Some(registry) = registry() else {
+        return;
+    };
+    let Some(mut s) = Scenario::new("plugin-install") else {
+        return;
+    };
+    let plugin = s.tmp_dir().parent().unwrap().join("plugin");
+    copy_plugin(&plugin);
+    s.plugin_dir(&plugin);
+    s.set_env("PATH", &path_without_rust());
+    s.set_env("npm_config_registry", &registry);
+    let npm_cache = s.home.join(".npm").display().to_string();
+    s.set_env("npm_config_cache", &npm_cache);
+    s.set_env("npm_config_update_notifier", "false");
+
+    let prompt = "Read the settings file.";
+    let run = s.run(prompt, looping_script(prompt));
+    assert_clean_exit(&run);
+    let installed = s.plugin_data().join("bin").join("loopgate");
+    assert!(
+        installed.is_file(),
+        "SessionStart did not install {}\n{}",
+        installed.display(),
+        run.summary()
+    );
+    assert_eq!(
+        &fs::read(&installed).unwrap()[..4],
+        b"\x7fELF",
+        "the installed binary is native"
+    );
+    // The user is told: the SessionStart hook answered with a systemMessage saying so.
+    let said = session_start_stdout(&run);
+    assert!(
+        said.contains("\"systemMessage\"")
+            && said.contains(&format!("installed loopgate {}", env!("CARGO_PKG_VERSION"))),
+        "the install was not announced: {said:?}\n{}",
+        run.summary()
+    );
+    let results = call_results(&run, 8);
+    assert_loop_broken(&run, &results, "Bash");
+    let first_install = fs::metadata(&installed).unwrap().modified().unwrap();
+
+    // A second session: the binary is there, nothing is installed, the loop is broken again.
+    let run = s.run(prompt, looping_script(prompt));
+    assert_clean_exit(&run);
+    assert_eq!(
+        fs::metadata(&installed).unwrap().modified().unwrap(),
+        first_install,
+        "the second session installed again"
+    );
+    assert!(
+        !session_start_stdout(&run).contains("installed"),
+        "the second session announced an install"
+    );
+    let results = call_results(&run, 8);
+    assert_loop_broken(&run, &results, "Bash");
+}
