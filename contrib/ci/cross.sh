@@ -26,6 +26,7 @@ if [ "${1:-}" = --install ]; then
     have x86_64-w64-mingw32-gcc || missing+=(gcc-mingw-w64-x86-64)
     have wine || missing+=(wine64 wine)
     have qemu-aarch64 || missing+=(qemu-user)
+    have aarch64-linux-gnu-strip || missing+=(binutils-aarch64-linux-gnu)
     if [ ${#missing[@]} -gt 0 ]; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
