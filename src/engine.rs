@@ -4,7 +4,9 @@
 
 use crate::canon::{call_key, Digest16};
 use crate::config::{Config, Mode};
-use crate::detectors::{self, breaker, circular, guard, modification, progress, Call, View};
+use crate::detectors::{
+    self, breaker, ceiling, circular, guard, modification, progress, Call, View,
+};
 pub use crate::dialect::Caps;
 use crate::git::{Stamp, Worktree};
 use crate::ledger::{Entry, Pending, Status, ToolClass, ABSENT};
@@ -91,6 +93,22 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
         Event::PreToolUse | Event::PostToolUse | Event::PostToolUseFailure | Event::PostToolBatch
     ) {
         ladder(state, p, event, &mut verdicts, ctx);
+        let refused = strongest(&verdicts)
+            .filter(|v| is_intervention(event, v))
+            .cloned();
+        let at = ceiling::At {
+            turn: state.turn.number,
+            event,
+            main: p.agent() == MAIN_AGENT,
+            caps: ctx.caps,
+            now_ms: ctx.now_ms,
+            session: &state.session,
+        };
+        verdicts.extend(ceiling::on_tool_event(
+            &mut state.ceiling,
+            &at,
+            refused.as_ref(),
+        ));
     }
     if let Some(v) = strongest(&verdicts) {
         account(state, p, event, v, subject, ctx);
@@ -271,8 +289,13 @@ fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict>
             return vec![v];
         }
     }
+    // Past the session's ceiling an unattended prompt is refused; a person is told instead.
+    let told = ceiling::on_prompt(&state.ceiling, ctx.attended, &state.session);
+    if let Some(v) = told.as_ref().filter(|v| v.action >= Action::Deny) {
+        return vec![v.clone()];
+    }
     begin_turn(state, p.prompt_id.clone(), prompt_digest(p), baseline, ctx);
-    Vec::new()
+    told.into_iter().collect()
 }
 
 fn prompt_digest(p: &Payload) -> Option<Digest16> {
@@ -1020,7 +1043,7 @@ fn account(
     ctx: &Ctx,
 ) {
     match (event, v.action) {
-        (Event::Stop | Event::SubagentStop | Event::UserPromptSubmit, _) => {
+        (Event::Stop | Event::SubagentStop | Event::UserPromptSubmit, a) if a >= Action::Deny => {
             state.totals.blocks += 1
         }
         (_, Action::Warn) => state.totals.warnings += 1,

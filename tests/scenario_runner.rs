@@ -18,7 +18,8 @@
 //! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
 //! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
 //! - `{"batch": true, "expect": E}`: the turn's PostToolBatch (`block` ends an unattended run).
-//! - `{"prompt": ID, "text": T, "expect": "block" | "allow"}`: a new user prompt. `{"stop": true, "expect": "block" | "allow"}`: a Stop.
+//! - `{"prompt": ID, "text": T, "expect": "block" | "allow" | "tell", "detector": D}`: a new user
+//!   prompt (`tell`: it goes ahead and only the person is told, in a `systemMessage`). `{"stop": true, "expect": "block" | "allow"}`: a Stop.
 //!
 //! Top level: `name`, `why`, optional `config` (TOML for the user config file), `git` (make the
 //! project a repository), `env` (extra environment).
@@ -63,15 +64,27 @@ impl Run {
             let out = self
                 .env
                 .prompt_with(id, step["text"].as_str().unwrap_or("do the task"));
-            return match (
-                step["expect"].as_str().unwrap_or("any"),
-                prompt_blocked(&out),
-            ) {
-                ("block", true) | ("allow", false) | ("any", _) => Ok(()),
-                (want, _) => Err(format!(
+            let want = step["expect"].as_str().unwrap_or("any");
+            let ok = match want {
+                "block" => prompt_blocked(&out),
+                "allow" => !prompt_blocked(&out),
+                // Goes ahead, and only the person is told something.
+                "tell" => {
+                    !prompt_blocked(&out)
+                        && out.json()["systemMessage"].is_string()
+                        && out.context().is_none()
+                }
+                _ => true,
+            };
+            if !ok {
+                return Err(format!(
                     "{at}: prompt expected {want}, got {:?}",
                     out.stdout
-                )),
+                ));
+            }
+            return match step["detector"].as_str() {
+                Some(d) => decided_by(&self.env, d, at),
+                None => Ok(()),
             };
         }
         if let Some(file) = step["edit"].as_str() {
@@ -347,18 +360,24 @@ fn check(out: &Out, want: &str, detector: Option<&str>, env: &Env, at: &str) -> 
         return Err(format!("{at}: expected {want}, got {:?}", out.stdout));
     }
     if let (Some(d), "deny" | "warn" | "block" | "ask") = (detector, want) {
-        let last = env.events().last().cloned().unwrap_or(Value::Null);
-        let decided: Vec<Value> = env
-            .events()
-            .into_iter()
-            .rev()
-            .take_while(|e| e["ts"] == last["ts"])
-            .collect();
-        if !decided.iter().any(|e| e["detector"] == d) {
-            return Err(format!(
-                "{at}: expected detector {d}, events were {decided:?}"
-            ));
-        }
+        return decided_by(env, d, at);
+    }
+    Ok(())
+}
+
+/// The latest hook call's events name detector `d`.
+fn decided_by(env: &Env, d: &str, at: &str) -> Result<(), String> {
+    let last = env.events().last().cloned().unwrap_or(Value::Null);
+    let decided: Vec<Value> = env
+        .events()
+        .into_iter()
+        .rev()
+        .take_while(|e| e["ts"] == last["ts"])
+        .collect();
+    if !decided.iter().any(|e| e["detector"] == d) {
+        return Err(format!(
+            "{at}: expected detector {d}, events were {decided:?}"
+        ));
     }
     Ok(())
 }

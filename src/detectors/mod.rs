@@ -4,6 +4,7 @@
 //! picks the answer. Adding a detector is one file and one line here.
 
 pub mod breaker;
+pub mod ceiling;
 pub mod circular;
 pub mod cycle;
 pub mod failures;
