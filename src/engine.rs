@@ -440,49 +440,65 @@ fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) 
 }
 
 /// Did real waiting come before this call: a sleep in it, a sleep since its previous answer, or
-/// minutes of quiet since then?
+/// minutes of quiet since then? For a failure that has not changed only real time counts: a sleep
+/// of a few seconds is no evidence that waiting helps (a server that died at start-up), and time
+/// spent on other calls is a detour, not waiting (the warning must not be forgotten after it).
 fn waited(
     ledger: &crate::ledger::Ledger,
     key: &Digest16,
-    sleeps: bool,
+    slept_s: f64,
     now_ms: u64,
     ctx: &Ctx,
 ) -> bool {
-    if sleeps {
+    let gap = ctx.config.detectors.repeat.waiting_gap_seconds;
+    let prev = ledger.last_answer_of(key);
+    let failing = prev.is_some_and(|p| p.status.failed());
+    let enough = if failing { gap as f64 } else { MIN_SLEEP_S };
+    if slept_s >= enough.max(MIN_SLEEP_S) {
         return true;
     }
-    let Some(prev) = ledger.last_answer_of(key) else {
+    let Some(prev) = prev else {
         return false;
     };
-    let gap = ctx.config.detectors.repeat.waiting_gap_seconds * 1000;
-    now_ms.saturating_sub(prev.end_ms) >= gap
-        || ledger
-            .entries
-            .iter()
-            .rev()
-            .take_while(|e| e.end_ms >= prev.end_ms && e.key != *key)
-            .any(|e| e.sleeps)
+    let mut since = ledger
+        .entries
+        .iter()
+        .rev()
+        .take_while(|e| e.end_ms >= prev.end_ms && e.key != *key)
+        .peekable();
+    let quiet = since.peek().is_none();
+    let gap_passed = now_ms.saturating_sub(prev.end_ms) >= gap * 1000;
+    (gap_passed && (quiet || !failing)) || since.any(|e| e.sleeps)
 }
 
-/// A shell command that waits on purpose: `sleep N` (N ≥ 2 seconds) anywhere in it.
-fn sleeps(tool: &str, input: &Value) -> bool {
+/// The shortest sleep that counts as waiting on purpose.
+const MIN_SLEEP_S: f64 = 2.0;
+
+/// How long a shell command sleeps on purpose: the longest `sleep N` in it (0 when none).
+fn slept(tool: &str, input: &Value) -> f64 {
     if ToolClass::of(tool) != ToolClass::Shell {
-        return false;
+        return 0.0;
     }
     let cmd = input.get("command").and_then(Value::as_str).unwrap_or("");
     let mut rest = cmd;
+    let mut longest = 0.0f64;
     while let Some(at) = rest.find("sleep") {
         let after = rest[at + 5..].trim_start();
         let digits: String = after
             .chars()
             .take_while(|c| c.is_ascii_digit() || *c == '.')
             .collect();
-        if digits.parse::<f64>().is_ok_and(|n| n >= 2.0) {
-            return true;
+        if let Ok(n) = digits.parse::<f64>() {
+            longest = longest.max(n);
         }
         rest = &rest[at + 5..];
     }
-    false
+    longest
+}
+
+/// A shell command that waits on purpose: `sleep N` (N ≥ 2 seconds) anywhere in it.
+fn sleeps(tool: &str, input: &Value) -> bool {
+    slept(tool, input) >= MIN_SLEEP_S
 }
 
 fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, Vec<Verdict>) {
@@ -520,7 +536,7 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
         .entry(crate::payload::clip(p.agent(), 64))
         .or_default();
     agent.last_seen_ms = agent.last_seen_ms.max(now);
-    let waited = waited(&agent.ledger, &key, sleeps(tool, input), now, ctx);
+    let waited = waited(&agent.ledger, &key, slept(tool, input), now, ctx);
     {
         let view = View {
             ledger: &agent.ledger,

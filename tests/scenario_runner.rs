@@ -6,7 +6,8 @@
 //!   PreToolUse, then (unless denied) PostToolUse with `ok` (a string is Bash stdout, an object is
 //!   the tool_response) or PostToolUseFailure with `error`. `expect` (Pre) is `allow` (not denied,
 //!   the default), `silent`, `deny` or `warn`; `post` is `any` (default), `silent` or `warn`.
-//!   `detector` names who must have decided a deny or warn. `times` repeats the step.
+//!   `detector` names who must have decided a deny or warn; `reason_has`, a text its answer quotes.
+//!   `times` repeats the step.
 //!   `input` strings may contain `{n}`, replaced by the repetition number. Each call is its own
 //!   model turn, closed by a PostToolBatch as Claude Code does (`batch_expect`, `batch_detector`).
 //! - `{"edit": FILE}`: a successful Edit that changes FILE in the project to new content;
@@ -254,6 +255,14 @@ impl Run {
             &self.env,
             &format!("{at} (pre)"),
         )?;
+        if let Some(text) = step["reason_has"].as_str() {
+            if !pre.stdout.contains(text) {
+                return Err(format!(
+                    "{at} (pre): the answer does not say {text:?}: {:?}",
+                    pre.stdout
+                ));
+            }
+        }
         if pre.denied() {
             // The model turn ends with the denial: its batch is judged against `batch_expect`.
             let batch = self

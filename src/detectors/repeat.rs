@@ -35,6 +35,22 @@ pub struct Chain<'a> {
     pub first_ms: u64,
 }
 
+/// The answer of a successful call that said nothing and changed nothing loopgate can see.
+const SILENCE: Digest16 = Digest16(*b"silence, no chg.");
+
+/// What a call answered, for comparing it with its own earlier answers: silence with no new
+/// state is an answer like any other (`ls dist/` empty again, a script that prints nothing).
+/// A call that sleeps on purpose is the waiting itself, not a question: its silence says nothing.
+fn said(e: &Entry) -> Option<Digest16> {
+    e.answer
+        .or_else(|| (e.status == Status::Ok && !e.novel && !e.sleeps).then_some(SILENCE))
+}
+
+/// Its shape (numbers and ids masked); silence is its own shape.
+fn shape_of(e: &Entry) -> Option<Digest16> {
+    e.shape.or_else(|| said(e).filter(|d| *d == SILENCE))
+}
+
 /// The run of identical answers `key` has had since the last new state, newest first.
 pub fn chain<'a>(ledger: &'a Ledger, key: &Digest16, epoch_now: u32) -> Option<Chain<'a>> {
     let mut mine = ledger.answers().filter(|e| &e.key == key);
@@ -43,8 +59,8 @@ pub fn chain<'a>(ledger: &'a Ledger, key: &Digest16, epoch_now: u32) -> Option<C
     if last.epoch_after != epoch_now {
         return None;
     }
-    // A successful call with nothing to say did something (a silent command): never a repeat.
-    last.answer?;
+    // A call that changed something, or said nothing loopgate can compare, is never a repeat.
+    let last_said = said(last)?;
     let mut c = Chain {
         last,
         answers: 1,
@@ -57,8 +73,10 @@ pub fn chain<'a>(ledger: &'a Ledger, key: &Digest16, epoch_now: u32) -> Option<C
         if e.epoch_after != newer.epoch || e.status.failed() != last.status.failed() {
             break;
         }
-        if e.answer != last.answer {
-            if e.shape.is_none() || e.shape != last.shape {
+        if said(e) != Some(last_said) {
+            // A changing value is news, whatever the gap: only a failure stays the same
+            // answer up to numbers (a count of failing tests going down is still failing).
+            if !last.status.failed() || shape_of(e).is_none() || shape_of(e) != shape_of(last) {
                 break;
             }
             c.shape_only = true;
@@ -180,6 +198,8 @@ fn verdict(
             "{what} has failed {n} time{} with {same} ({class} error{error}), and nothing has changed since.",
             plural(n)
         )
+    } else if said(c.last) == Some(SILENCE) {
+        format!("{what} has printed nothing and changed nothing {n} times in a row.")
     } else {
         format!("{what} has returned {same} {n} times in a row, and nothing has changed since.")
     };
