@@ -409,7 +409,9 @@ fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) 
         },
         _ => false,
     };
-    let novel = state.world.novel_states > t.start_novel;
+    // Progress is where the turn ended, not what it passed through: a turn back at the state it
+    // started from (a file written and deleted again) changed nothing.
+    let novel = state.world.novel_states > t.start_novel && state.world.id != t.start_world;
     let progress = t.progress == Some(true) || moved || novel;
     let signature = turn_signature(state);
     let repeated = state.turns.iter().any(|s| s.signature == signature);
@@ -673,6 +675,9 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     // What the call did to the work: the content of every file it changed.
     let mut novel = false;
     if f.status == Status::Ok {
+        observe_created(state, f);
+    }
+    if f.status == Status::Ok {
         match changes(f.tool, f.input, f.response, f.cwd) {
             Some(mut ch) if !ch.is_empty() => {
                 if class == ToolClass::Edit {
@@ -799,6 +804,34 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     }
     state.enforce_agent_cap();
     (key, verdicts)
+}
+
+/// A file a shell command created (`bashEditDiff` says `created`) was absent before it: that is
+/// part of the state the session started from, so deleting it again goes back, not forward.
+fn observe_created(state: &mut SessionState, f: &Finished) {
+    let Some(files) = f
+        .response
+        .and_then(|r| r.pointer("/bashEditDiff/files"))
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    for file in files.iter().take(MAX_BASH_FILES) {
+        if file.get("created").and_then(Value::as_bool) != Some(true) {
+            continue;
+        }
+        let Some(p) = file.get("filePath").and_then(Value::as_str) else {
+            continue;
+        };
+        let path = absolute(p, f.cwd);
+        let at_start = state.world.id == state.turn.start_world;
+        state
+            .world
+            .observe_before(Digest16::of(path.as_os_str().as_encoded_bytes()), ABSENT);
+        if at_start {
+            state.turn.start_world = state.world.id;
+        }
+    }
 }
 
 /// The digest of what a call left behind: each changed file and its content, and what it said.

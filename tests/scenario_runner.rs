@@ -16,6 +16,8 @@
 //!   like a call step, or `"cancelled": true` for a sibling Claude Code cancelled).
 //! - `{"write": FILE, "content": TEXT, "post": P}`: a Write of FILE in the project, on disk too.
 //! - `{"rm": FILE}`: `rm FILE` through Bash, deleting it, with the bashEditDiff naming it.
+//! - `{"sh_write": FILE, "content": TEXT}`: a Bash command writing FILE, its bashEditDiff saying
+//!   whether it was created.
 //! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
 //! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
 //! - `{"batch": true, "expect": E}`: the turn's PostToolBatch (`block` ends an unattended run).
@@ -114,14 +116,22 @@ impl Run {
                 return Ok(());
             };
             let _ = std::fs::remove_file(&path);
-            let diff = json!({"files": [{"filePath": path, "hunks": []}], "moreFiles": 0, "changedFiles": [path]});
-            self.env.post(
-                "Bash",
-                input.clone(),
-                &id,
-                json!({"stdout": "", "stderr": "", "interrupted": false, "bashEditDiff": diff}),
-            );
-            self.env.batch_of("Bash", &input, &id, "");
+            self.silent_command_changed(&input, &id, json!({"filePath": path, "hunks": []}));
+            return Ok(());
+        }
+        if let Some(file) = step["sh_write"].as_str() {
+            // `printf … > FILE` through Bash, creating it; Claude Code's bashEditDiff says so.
+            let path = self.env.project.join(file);
+            let content = step["content"].as_str().unwrap_or("x\n");
+            let input = json!({"command": format!("printf '%s' '{content}' > {}", path.display()), "description": "write"});
+            let Some(id) = self.pre_unless_denied("Bash", &input, step, at)? else {
+                return Ok(());
+            };
+            let created = !path.exists();
+            std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| e.to_string())?;
+            std::fs::write(&path, content).map_err(|e| e.to_string())?;
+            let file = json!({"filePath": path, "hunks": [], "created": created});
+            self.silent_command_changed(&input, &id, file);
             return Ok(());
         }
         if let Some(calls) = step["parallel"].as_array() {
@@ -236,6 +246,20 @@ fn prompt_blocked(out: &crate::common::Out) -> bool {
 }
 
 impl Run {
+    /// The Post and batch of a Bash command that printed nothing and changed one file, as
+    /// Claude Code's `bashEditDiff` names it.
+    fn silent_command_changed(&self, input: &Value, id: &str, file: Value) {
+        let path = file["filePath"].clone();
+        let diff = json!({"files": [file], "moreFiles": 0, "changedFiles": [path]});
+        self.env.post(
+            "Bash",
+            input.clone(),
+            id,
+            json!({"stdout": "", "stderr": "", "interrupted": false, "bashEditDiff": diff}),
+        );
+        self.env.batch_of("Bash", input, id, "");
+    }
+
     /// PreToolUse checked against the step's `expect`; a denied call ends its model turn there
     /// (Claude Code sends the batch and no Post event), checked against `batch_expect`. Returns
     /// the call's id when it may run.
