@@ -112,7 +112,9 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
     if !cfg.enabled {
         return None;
     }
-    let c = chain(v.ledger, &call.key, v.world.epoch)?;
+    let Some(c) = chain(v.ledger, &call.key, v.world.epoch) else {
+        return missing_reads(v, call);
+    };
     // A cooldown clears it: after a long enough pause the world may have moved without us seeing.
     if v.now_ms.saturating_sub(c.last.end_ms) >= cfg.cooldown_minutes * 60_000 {
         return None;
@@ -139,6 +141,68 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
         waiting_over,
         waited_ms,
     ))
+}
+
+/// A read of one file is one question whatever its offset and limit: the same failure again
+/// (up to numbers: a file over the token limit), with only empty reads past the end between, is
+/// a repeat, refused once the failure's class budget is spent.
+fn missing_reads(v: &View, call: &Call) -> Option<Verdict> {
+    if call.tool != "Read" {
+        return None;
+    }
+    let target = crate::redact::target(call.tool, call.input);
+    let mut failures: Vec<&Entry> = Vec::new();
+    for e in v.ledger.answers() {
+        if e.epoch_after != v.world.epoch {
+            break;
+        }
+        if e.tool != "Read" || e.target != target {
+            continue;
+        }
+        if !e.status.failed() {
+            if e.rich {
+                // A read that found content: the agent is reading, not missing.
+                break;
+            }
+            continue;
+        }
+        if failures.first().is_some_and(|f| f.shape != e.shape) {
+            break;
+        }
+        failures.push(e);
+    }
+    let last = *failures.first()?;
+    let cfg = &v.config.detectors.repeat;
+    let allowed = match last.error_class {
+        Some(ErrorClass::Transient) => cfg.transient,
+        Some(ErrorClass::Deterministic) => cfg.deterministic,
+        _ => cfg.unknown,
+    };
+    let tries = failures.len() as u32;
+    let reworded = failures.iter().any(|f| f.key != last.key);
+    if tries <= allowed || !reworded {
+        return None;
+    }
+    let error = if last.preview.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", last.preview)
+    };
+    let reason = format!(
+        "LOOP_DETECTED (loopgate): Read {target} has failed {tries} times with the same error{error} \
+         whatever the offset and limit, with only empty reads between, and nothing has changed. \
+         Another range will fail the same way: search the file for what you need (Grep), read a \
+         small range (a few hundred lines), or tell the user what blocks you."
+    );
+    Some(
+        Verdict::new(NAME, Action::Deny, Severity::of_count(tries + 1), reason)
+            .loop_warning()
+            .with("call", last.key.short())
+            .with("tool", "Read")
+            .with("answers", tries)
+            .with("allowed_repeats", allowed)
+            .with("reworded", true),
+    )
 }
 
 /// After a successful answer: when the next identical call back to back would be refused, say so
