@@ -55,6 +55,14 @@ pub fn of_success(tool: &str, response: Option<&Value>) -> Outcome {
             })
             .unwrap_or_else(|| canonical_text(r)),
         ("Grep" | "Glob", Some(r)) if r.is_object() => search_text(r),
+        ("WebSearch", Some(r)) if r.is_object() => {
+            let links = links_text(r);
+            if links.is_empty() {
+                canonical_text(&strip_volatile(r))
+            } else {
+                links
+            }
+        }
         // Edits are judged by success: their response echoes the input, which says nothing new.
         ("Edit" | "MultiEdit" | "Write" | "NotebookEdit", Some(_)) => "ok".to_string(),
         (_, Some(Value::String(s))) => s.clone(),
@@ -77,6 +85,28 @@ fn search_text(r: &Value) -> String {
         text.push_str(c);
     }
     text
+}
+
+/// A web search is answered by the pages it found: their links, in any order. The echo of the
+/// query, the summary written about them and the result ids differ for every rewording.
+fn links_text(r: &Value) -> String {
+    fn collect<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(u) = m.get("url").and_then(Value::as_str) {
+                    out.push(u);
+                }
+                m.values().for_each(|v| collect(v, out));
+            }
+            Value::Array(a) => a.iter().for_each(|v| collect(v, out)),
+            _ => {}
+        }
+    }
+    let mut urls = Vec::new();
+    collect(r.get("results").unwrap_or(r), &mut urls);
+    urls.sort_unstable();
+    urls.dedup();
+    urls.join("\n")
 }
 
 /// Keys whose values change on every call without meaning anything.
