@@ -5,7 +5,7 @@
 use crate::canon::{call_key, Digest16};
 use crate::config::{Config, Mode};
 use crate::detectors::{
-    self, breaker, ceiling, circular, guard, modification, progress, Call, View,
+    self, breaker, ceiling, circular, guard, modification, progress, repeat, script, Call, View,
 };
 pub use crate::dialect::Caps;
 use crate::git::{Stamp, Worktree};
@@ -532,6 +532,12 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
         }
     }
     let now = ctx.now_ms;
+    // A Code Mode script's call: the proxy level judges it (the window and the repeat rule).
+    let scripted = p.tool_use_id.as_deref().is_some_and(script::is_script_call);
+    if scripted {
+        let what = detectors::describe(tool, &redact::target(tool, input));
+        verdicts.extend(script::window(&mut state.ceiling, key, now, &what));
+    }
     let world = &state.world;
     let agent = state
         .agents
@@ -553,11 +559,13 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
             class,
             waited,
         };
-        for (_, check) in detectors::BEFORE_CALL {
-            verdicts.extend(check(&view, &call));
+        for (name, check) in detectors::BEFORE_CALL {
+            if !scripted || *name == repeat::NAME {
+                verdicts.extend(check(&view, &call));
+            }
         }
     }
-    if matches!(tool, "Edit" | "MultiEdit") {
+    if matches!(tool, "Edit" | "MultiEdit") && !scripted {
         let path = input.get("file_path").and_then(Value::as_str).unwrap_or("");
         verdicts.extend(modification::check(
             agent,
@@ -761,8 +769,12 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
             config: ctx.config,
         };
         let latest = agent.ledger.entries.back().expect("just pushed");
-        for (_, after) in detectors::AFTER_ANSWER {
-            verdicts.extend(after(&view, latest));
+        // A script's calls are judged one by one only by the repeat rule (the proxy level).
+        let scripted = script::is_script_call(f.id);
+        for (name, after) in detectors::AFTER_ANSWER {
+            if !scripted || *name == repeat::NAME {
+                verdicts.extend(after(&view, latest));
+            }
         }
     }
     let det = &ctx.config.detectors;
@@ -1041,7 +1053,39 @@ fn post_tool_batch(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verd
         let (_, v) = finish(state, &done, ctx);
         verdicts.extend(v);
     }
+    verdicts.extend(script_step(state, p));
     verdicts
+}
+
+/// A Code Mode step as a whole (the design's agent level): its PostToolBatch lists every call
+/// the script made; the same calls with the same results again in the turn is stagnation.
+fn script_step(state: &mut SessionState, p: &Payload) -> Option<Verdict> {
+    let calls = p.tool_calls.as_deref().unwrap_or_default();
+    let scripted = |bc: &&BatchCall| {
+        bc.tool_use_id
+            .as_deref()
+            .is_some_and(script::is_script_call)
+    };
+    if p.agent() != MAIN_AGENT || !calls.iter().any(|bc| scripted(&bc)) {
+        return None;
+    }
+    let mut pairs: Vec<[u8; 32]> = calls
+        .iter()
+        .filter(scripted)
+        .map(|bc| {
+            let said = outcome::of_failure(&response_text(bc)).digest;
+            let mut b = [0u8; 32];
+            b[..16].copy_from_slice(&call_key(&bc.tool_name, &bc.tool_input).0);
+            b[16..].copy_from_slice(&said.unwrap_or_default().0);
+            b
+        })
+        .collect();
+    let n = pairs.len();
+    pairs.sort_unstable();
+    let mut parts: Vec<&[u8]> = vec![&state.world.id.0];
+    parts.extend(pairs.iter().map(|b| &b[..]));
+    let signature = Digest16::of_parts(&parts);
+    script::step(&mut state.ceiling, state.turn.number, signature, n)
 }
 
 fn response_text(bc: &BatchCall) -> String {

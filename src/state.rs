@@ -58,6 +58,8 @@ pub struct Ceiling {
     pub last_ended_ms: u64,
     /// Recent calls made by Code Mode scripts, `(call key, time)`, for the proxy level's window.
     pub script_calls: VecDeque<(Digest16, u64)>,
+    /// Script steps of the turn, `(turn, signature of its calls and results)`.
+    pub script_steps: VecDeque<(u32, Digest16)>,
 }
 
 impl Ceiling {

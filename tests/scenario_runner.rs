@@ -18,6 +18,8 @@
 //! - `{"rm": FILE}`: `rm FILE` through Bash, deleting it, with the bashEditDiff naming it.
 //! - `{"sh_write": FILE, "content": TEXT}`: a Bash command writing FILE, its bashEditDiff saying
 //!   whether it was created.
+//! - `{"script": [CALL, ...], "batch_expect": E}`: one Code Mode step, its calls made by a
+//!   script (see [`Run::script`]).
 //! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
 //! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
 //! - `{"batch": true, "expect": E}`: the turn's PostToolBatch (`block` ends an unattended run).
@@ -136,6 +138,9 @@ impl Run {
         }
         if let Some(calls) = step["parallel"].as_array() {
             return self.parallel(calls, step, n, at);
+        }
+        if let Some(calls) = step["script"].as_array() {
+            return self.script(calls, step, at);
         }
         if let Some(file) = step["write"].as_str() {
             let path = self.env.project.join(file);
@@ -304,6 +309,70 @@ impl Run {
         Ok(Some(id))
     }
 
+    /// The PostToolBatch listing `lines`, checked against the step's `batch_expect`.
+    fn batch_of_lines(&self, lines: Vec<Value>, step: &Value, at: &str) -> Result<(), String> {
+        let p = self
+            .env
+            .base("PostToolBatch", json!({ "tool_calls": lines }));
+        let out = self.env.hook("post-tool-batch", &p);
+        check(
+            &out,
+            step["batch_expect"].as_str().unwrap_or("any"),
+            step["batch_detector"].as_str(),
+            &self.env,
+            &format!("{at} (batch)"),
+        )
+    }
+
+    /// One Code Mode step: a script's calls one after another (ids `toolu_cc_…`, no
+    /// description), a denied call answered to the script and the script going on, then one
+    /// PostToolBatch listing every call. A CALL may say `"repeat": N` (a loop in the script),
+    /// `"deny_from": K` (repetitions from the K-th on must be denied, by `detector` at the K-th)
+    /// and `{i}` in its input (the repetition number).
+    fn script(&mut self, calls: &[Value], step: &Value, at: &str) -> Result<(), String> {
+        let mut lines = Vec::new();
+        for (i, c) in calls.iter().enumerate() {
+            let tool = c["call"].as_str().unwrap_or("Bash");
+            for r in 1..=c["repeat"].as_u64().unwrap_or(1) {
+                let n: u64 = self.env.id()["toolu_t_".len()..].parse().unwrap_or(0);
+                let id = format!("toolu_cc_{n:032x}");
+                let input = substitute(&c["input"], r)
+                    .to_string()
+                    .replace("{i}", &r.to_string());
+                let input: Value = serde_json::from_str(&input).map_err(|e| e.to_string())?;
+                let pre = self.env.pre(tool, input.clone(), &id);
+                let from = c["deny_from"].as_u64().unwrap_or(u64::MAX);
+                let want = if r >= from { "deny" } else { "allow" };
+                let detector = if r == from {
+                    c["detector"].as_str()
+                } else {
+                    None
+                };
+                let where_ = format!("{at} call {} repetition {r} (pre)", i + 1);
+                check(&pre, want, detector, &self.env, &where_)?;
+                let text = if pre.denied() {
+                    format!("Permission denied for {tool}: {}", denial_text(tool, &pre))
+                } else if let Some(err) = c["error"].as_str() {
+                    self.env.fail(tool, input.clone(), &id, err);
+                    err.to_string()
+                } else {
+                    let out = substitute(&c["ok"], r);
+                    let text = out.as_str().unwrap_or("").to_string();
+                    let response = match (&out, tool) {
+                        (Value::String(s), "Bash") => {
+                            json!({"stdout": s, "stderr": "", "interrupted": false})
+                        }
+                        (other, _) => other.clone(),
+                    };
+                    self.env.post(tool, input.clone(), &id, response);
+                    text
+                };
+                lines.push(json!({"tool_name": tool, "tool_input": input, "tool_use_id": id, "tool_response": text}));
+            }
+        }
+        self.batch_of_lines(lines, step, at)
+    }
+
     /// One model turn of parallel calls, as Claude Code runs them: every PreToolUse, then a Post
     /// for each call that ran, then one PostToolBatch listing them all. A call marked
     /// `"cancelled": true` is a sibling Claude Code cancelled after another failed: no hook event
@@ -345,17 +414,7 @@ impl Run {
             };
             lines.push(json!({"tool_name": tool, "tool_input": input, "tool_use_id": id, "tool_response": text}));
         }
-        let p = self
-            .env
-            .base("PostToolBatch", json!({ "tool_calls": lines }));
-        let out = self.env.hook("post-tool-batch", &p);
-        check(
-            &out,
-            step["batch_expect"].as_str().unwrap_or("any"),
-            step["batch_detector"].as_str(),
-            &self.env,
-            &format!("{at} (batch)"),
-        )
+        self.batch_of_lines(lines, step, at)
     }
 }
 

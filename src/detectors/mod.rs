@@ -12,6 +12,7 @@ pub mod guard;
 pub mod modification;
 pub mod progress;
 pub mod repeat;
+pub mod script;
 pub mod stagnation;
 
 use crate::canon::Digest16;
