@@ -205,10 +205,58 @@ fn missing_reads(v: &View, call: &Call) -> Option<Verdict> {
     )
 }
 
+/// A call the agent CLI rejects before it runs (an Edit whose `old_string` is not in the file)
+/// never reaches PreToolUse, so it cannot be refused; its PostToolBatch is the strongest channel
+/// left. The first try past the repeat rule's budget is warned about there; the next ends the
+/// run (`decision: block`).
+fn rejected_again(v: &View, e: &Entry) -> Option<Verdict> {
+    let cfg = &v.config.detectors.repeat;
+    let c = chain(v.ledger, &e.key, v.world.epoch)?;
+    let allowed = budget(&c, cfg);
+    let over = c.answers.saturating_sub(allowed + 1);
+    if over == 0 {
+        return None;
+    }
+    let what = super::describe(&e.tool, &e.target);
+    let error = if e.preview.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", e.preview)
+    };
+    let (action, next) = if over == 1 {
+        (
+            Action::Warn,
+            "The next identical try ends the turn: read the file again and edit its current text, \
+             or tell the user what blocks you.",
+        )
+    } else {
+        (
+            Action::Halt,
+            "The turn ends here: tell the user what you tried and what blocks you.",
+        )
+    };
+    let reason = format!(
+        "LOOP_DETECTED (loopgate): {what} was rejected {} times with the same error{error}, and \
+         nothing has changed since. {next}",
+        c.answers
+    );
+    Some(
+        Verdict::new(NAME, action, Severity::of_count(c.answers + 2), reason)
+            .loop_warning()
+            .with("call", e.key.short())
+            .with("answers", c.answers)
+            .with("allowed_repeats", allowed)
+            .with("rejected", true),
+    )
+}
+
 /// After a successful answer: when the next identical call back to back would be refused, say so
 /// once, so a poll that asks again at once hears "wait between checks" before it is stopped.
 pub fn on_answer(v: &View, e: &Entry) -> Option<Verdict> {
     let cfg = &v.config.detectors.repeat;
+    if cfg.enabled && e.status == Status::Rejected {
+        return rejected_again(v, e);
+    }
     if !cfg.enabled || e.status != Status::Ok || e.waited {
         return None;
     }
