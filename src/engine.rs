@@ -298,7 +298,7 @@ fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict>
     told.into_iter().collect()
 }
 
-fn prompt_digest(p: &Payload) -> Option<Digest16> {
+pub fn prompt_digest(p: &Payload) -> Option<Digest16> {
     p.prompt
         .as_deref()
         .map(|t| Digest16::of(t.trim().as_bytes()))
@@ -359,7 +359,7 @@ fn begin_turn(
 
 /// What the turn was: its prompt, what it asked and got back, and the state it ended in. The same
 /// signature twice with no new state is an outer loop going round.
-fn turn_signature(state: &SessionState) -> Digest16 {
+pub fn turn_signature(state: &SessionState) -> Digest16 {
     let t = &state.turn;
     let mut pairs: Vec<[u8; 33]> = state
         .agents
@@ -409,10 +409,7 @@ fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) 
         },
         _ => false,
     };
-    // Progress is where the turn ended, not what it passed through: a turn back at the state it
-    // started from (a file written and deleted again) changed nothing.
-    let novel = state.world.novel_states > t.start_novel && state.world.id != t.start_world;
-    let progress = t.progress == Some(true) || moved || novel;
+    let progress = moved || turn_progress(state);
     let signature = turn_signature(state);
     let repeated = state.turns.iter().any(|s| s.signature == signature);
     let t = &state.turn;
@@ -439,6 +436,15 @@ fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) 
         ctx.now_ms,
         &ctx.config.breaker,
     );
+}
+
+/// Whether the turn so far made progress: the Stop gate said so, or it ended in a state of the
+/// work never seen before. Progress is where the turn ended, not what it passed through: a turn
+/// back at the state it started from (a file written and deleted again) changed nothing.
+pub fn turn_progress(state: &SessionState) -> bool {
+    let t = &state.turn;
+    t.progress == Some(true)
+        || (state.world.novel_states > t.start_novel && state.world.id != t.start_world)
 }
 
 /// Did real waiting come before this call: a sleep in it, a sleep since its previous answer, or

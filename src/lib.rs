@@ -25,6 +25,7 @@ pub mod ledger_block;
 pub mod noise;
 pub mod notice;
 pub mod outcome;
+pub mod outer_loop;
 pub mod paths;
 pub mod payload;
 pub mod redact;

@@ -54,7 +54,7 @@ pub fn answer(event: Event, v: &Verdict) -> Option<String> {
         }
         // A prompt the person typed goes ahead; only they are told where the session stands.
         (Event::UserPromptSubmit, Action::Warn)
-            if v.detector == crate::detectors::ceiling::NAME =>
+            if v.evidence.get("attended") == Some(&Value::Bool(true)) =>
         {
             json!({"systemMessage": v.reason})
         }

@@ -21,6 +21,7 @@
 //! - `{"script": [CALL, ...], "batch_expect": E}`: one Code Mode step, its calls made by a
 //!   script (see [`Run::script`]).
 //! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
+//! - `{"session": ID}`: the next steps are a new session's, in the same project.
 //! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
 //! - `{"batch": true, "expect": E}`: the turn's PostToolBatch (`block` ends an unattended run).
 //! - `{"prompt": ID, "text": T, "expect": "block" | "allow" | "tell", "detector": D}`: a new user
@@ -63,6 +64,11 @@ impl Run {
     fn one(&mut self, step: &Value, n: u64, at: &str) -> Result<(), String> {
         if let Some(secs) = step["advance"].as_u64() {
             self.tick(secs);
+            return Ok(());
+        }
+        if let Some(id) = step["session"].as_str() {
+            // A fresh session of the same project (an outer loop's next iteration).
+            self.env.session = id.into();
             return Ok(());
         }
         if let Some(id) = step["prompt"].as_str() {

@@ -154,16 +154,7 @@ pub fn on_prompt(c: &Ceiling, attended: Option<bool>, session: &str) -> Option<V
             c.ended_turns
         )
     };
-    let action = if unattended {
-        Action::Deny
-    } else {
-        Action::Warn
-    };
-    Some(
-        Verdict::new(NAME, action, Severity::Critical, reason)
-            .with("ended_turns", c.ended_turns)
-            .with("attended", !unattended),
-    )
+    Some(Verdict::on_prompt(NAME, unattended, reason).with("ended_turns", c.ended_turns))
 }
 
 #[cfg(test)]
