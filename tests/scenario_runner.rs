@@ -82,6 +82,7 @@ impl Run {
                 // Goes ahead, and only the person is told something.
                 "tell" => {
                     !prompt_blocked(&out)
+                        && !out.stdout.is_empty()
                         && out.json()["systemMessage"].is_string()
                         && out.context().is_none()
                 }
