@@ -1248,7 +1248,12 @@ mod tests {
                 2 => ("Grep", json!({"pattern": format!("{long}{i}")})),
                 _ => ("Bash", json!({"command": format!("{long} {i}")})),
             };
-            let id = format!("toolu_{i:020}");
+            // Every fifth call made by a Code Mode script: the proxy level's window stays bounded.
+            let id = if i % 5 == 0 {
+                format!("toolu_cc_{i:032x}")
+            } else {
+                format!("toolu_{i:020}")
+            };
             let mut extra = json!({"tool_name": tool, "tool_input": input, "tool_use_id": id});
             if agent != "main" {
                 extra["agent_id"] = json!(agent);
@@ -1270,6 +1275,7 @@ mod tests {
         let json = serde_json::to_vec(&state).unwrap();
         eprintln!("state after 1,200 calls: {} KiB as JSON", json.len() >> 10);
         assert!(state.agents.len() <= crate::state::MAX_AGENTS);
+        assert!(state.ceiling.script_calls.len() <= 256);
         assert!(
             json.len() <= 256 << 10,
             "state is {} KiB as JSON",
