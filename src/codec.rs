@@ -11,14 +11,17 @@
 //! `magic "LGST"` · `format u16` · `reserved u16 = 0` · `generation u64` · `body length u32` ·
 //! `crc32 u32` over the first 20 header bytes and the body.
 
-use crate::state::SessionState;
+use crate::state::{Ceiling, SessionState};
 
 pub const MAGIC: [u8; 4] = *b"LGST";
 /// Bumped whenever the body's layout changes incompatibly; files of a format this binary does
-/// not read are quarantined. 2 writes the ledger's entries as one block
-/// ([`crate::ledger_block`]); 1, the same state with entries field by field, is still read.
-pub const FORMAT: u16 = 2;
-/// The previous format, still read.
+/// not read are quarantined. 3 adds the session's [`Ceiling`] as the state's last field; 2 writes
+/// the ledger's entries as one block ([`crate::ledger_block`]); 1, the same state with entries
+/// field by field. 1 and 2 are still read, their missing ceiling taken as its default.
+pub const FORMAT: u16 = 3;
+/// The first format with entries as one block, still read.
+const FORMAT_NO_CEILING: u16 = 2;
+/// The first format, still read.
 const FORMAT_ENTRIES_BY_FIELD: u16 = 1;
 pub const HEADER: usize = 24;
 
@@ -77,7 +80,7 @@ pub fn peek_header(bytes: &[u8]) -> Result<(u64, usize), Bad> {
         return Err(Bad::NotOurs);
     }
     let format = u16::from_le_bytes([bytes[4], bytes[5]]);
-    if format != FORMAT && format != FORMAT_ENTRIES_BY_FIELD {
+    if !matches!(format, FORMAT | FORMAT_NO_CEILING | FORMAT_ENTRIES_BY_FIELD) {
         return Err(Bad::Format(format));
     }
     let generation = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
@@ -99,7 +102,18 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
     }
     let _by_field = (bytes[4..6] == FORMAT_ENTRIES_BY_FIELD.to_le_bytes())
         .then(crate::ledger_block::LegacyEntries::new);
-    let state = postcard::from_bytes(body).map_err(|e| Bad::Body(e.to_string()))?;
+    let state = if bytes[4..6] == FORMAT.to_le_bytes() {
+        postcard::from_bytes(body)
+    } else {
+        // The ceiling is the last field, so an older body followed by its default's encoding
+        // is the same state with an empty ceiling.
+        let mut whole = body.to_vec();
+        let tail = postcard::to_extend(&Ceiling::default(), Vec::new())
+            .map_err(|e| Bad::Body(e.to_string()))?;
+        whole.extend(tail);
+        postcard::from_bytes(&whole)
+    }
+    .map_err(|e| Bad::Body(e.to_string()))?;
     Ok((generation, state))
 }
 
@@ -113,6 +127,7 @@ fn checksum(header: &[u8], body: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::canon::Digest16;
     use crate::state::*;
 
     /// A state the engine built from a realistic mix of events (successes, failures, a rejected
@@ -157,6 +172,9 @@ mod tests {
         s.turn.progress = Some(false);
         s.turn.escalation = Some("e".into());
         s.turn.last_intervention_batch = Some(2);
+        s.ceiling.refusals = 4;
+        s.ceiling.ended_turns = 1;
+        s.ceiling.script_calls.push_back((Digest16::of(b"k"), 7));
         s.breaker.state = BreakerState::HalfOpen;
         s.breaker.history.push_back(Transition {
             at_ms: 1,
@@ -227,6 +245,31 @@ mod tests {
         let mut next = bytes.clone();
         next[4..6].copy_from_slice(&(FORMAT + 1).to_le_bytes());
         assert_eq!(decode(&next).err(), Some(Bad::Format(FORMAT + 1)));
+    }
+
+    /// A format-2 state (written before the ceiling existed) is its body without the last field.
+    #[test]
+    fn a_format_two_state_without_the_ceiling_is_still_read() {
+        let mut s = full_state();
+        s.ceiling = Ceiling::default();
+        let mut old = encode_as(&s, 9, FORMAT_NO_CEILING).unwrap();
+        let tail = postcard::to_allocvec(&Ceiling::default()).unwrap().len();
+        old.truncate(old.len() - tail);
+        let len = (old.len() - HEADER) as u32;
+        old[16..20].copy_from_slice(&len.to_le_bytes());
+        let crc = checksum(&old[..20], &old[HEADER..]);
+        old[20..24].copy_from_slice(&crc.to_le_bytes());
+        let (g, back) = decode(&old).unwrap();
+        assert_eq!(g, 9);
+        assert!(
+            same(&s, &back),
+            "a format-2 state decodes to the same state"
+        );
+        // The same bytes labelled as format 3 lack a field: an error, never a misread state.
+        old[4..6].copy_from_slice(&FORMAT.to_le_bytes());
+        let crc = checksum(&old[..20], &old[HEADER..]);
+        old[20..24].copy_from_slice(&crc.to_le_bytes());
+        assert!(decode(&old).is_err());
     }
 
     #[test]

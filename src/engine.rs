@@ -4,7 +4,9 @@
 
 use crate::canon::{call_key, Digest16};
 use crate::config::{Config, Mode};
-use crate::detectors::{self, breaker, circular, guard, modification, progress, Call, View};
+use crate::detectors::{
+    self, breaker, ceiling, circular, guard, modification, progress, repeat, script, Call, View,
+};
 pub use crate::dialect::Caps;
 use crate::git::{Stamp, Worktree};
 use crate::ledger::{Entry, Pending, Status, ToolClass, ABSENT};
@@ -91,6 +93,22 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
         Event::PreToolUse | Event::PostToolUse | Event::PostToolUseFailure | Event::PostToolBatch
     ) {
         ladder(state, p, event, &mut verdicts, ctx);
+        let refused = strongest(&verdicts)
+            .filter(|v| is_intervention(event, v))
+            .cloned();
+        let at = ceiling::At {
+            turn: state.turn.number,
+            event,
+            main: p.agent() == MAIN_AGENT,
+            caps: ctx.caps,
+            now_ms: ctx.now_ms,
+            session: &state.session,
+        };
+        verdicts.extend(ceiling::on_tool_event(
+            &mut state.ceiling,
+            &at,
+            refused.as_ref(),
+        ));
     }
     if let Some(v) = strongest(&verdicts) {
         account(state, p, event, v, subject, ctx);
@@ -271,11 +289,16 @@ fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict>
             return vec![v];
         }
     }
+    // Past the session's ceiling an unattended prompt is refused; a person is told instead.
+    let told = ceiling::on_prompt(&state.ceiling, ctx.attended, &state.session);
+    if let Some(v) = told.as_ref().filter(|v| v.action >= Action::Deny) {
+        return vec![v.clone()];
+    }
     begin_turn(state, p.prompt_id.clone(), prompt_digest(p), baseline, ctx);
-    Vec::new()
+    told.into_iter().collect()
 }
 
-fn prompt_digest(p: &Payload) -> Option<Digest16> {
+pub fn prompt_digest(p: &Payload) -> Option<Digest16> {
     p.prompt
         .as_deref()
         .map(|t| Digest16::of(t.trim().as_bytes()))
@@ -336,7 +359,7 @@ fn begin_turn(
 
 /// What the turn was: its prompt, what it asked and got back, and the state it ended in. The same
 /// signature twice with no new state is an outer loop going round.
-fn turn_signature(state: &SessionState) -> Digest16 {
+pub fn turn_signature(state: &SessionState) -> Digest16 {
     let t = &state.turn;
     let mut pairs: Vec<[u8; 33]> = state
         .agents
@@ -386,8 +409,7 @@ fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) 
         },
         _ => false,
     };
-    let novel = state.world.novel_states > t.start_novel;
-    let progress = t.progress == Some(true) || moved || novel;
+    let progress = moved || turn_progress(state);
     let signature = turn_signature(state);
     let repeated = state.turns.iter().any(|s| s.signature == signature);
     let t = &state.turn;
@@ -416,50 +438,75 @@ fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) 
     );
 }
 
+/// Whether the turn so far made progress: the Stop gate said so, or it ended in a state of the
+/// work never seen before. Progress is where the turn ended, not what it passed through: a turn
+/// back at the state it started from (a file written and deleted again) changed nothing.
+pub fn turn_progress(state: &SessionState) -> bool {
+    let t = &state.turn;
+    t.progress == Some(true)
+        || (state.world.novel_states > t.start_novel && state.world.id != t.start_world)
+}
+
 /// Did real waiting come before this call: a sleep in it, a sleep since its previous answer, or
-/// minutes of quiet since then?
+/// minutes of quiet since then? For a failure that has not changed only real time counts: a sleep
+/// of a few seconds is no evidence that waiting helps (a server that died at start-up), and time
+/// spent on other calls is a detour, not waiting (the warning must not be forgotten after it).
 fn waited(
     ledger: &crate::ledger::Ledger,
     key: &Digest16,
-    sleeps: bool,
+    slept_s: f64,
     now_ms: u64,
     ctx: &Ctx,
 ) -> bool {
-    if sleeps {
+    let gap = ctx.config.detectors.repeat.waiting_gap_seconds;
+    let prev = ledger.last_answer_of(key);
+    let failing = prev.is_some_and(|p| p.status.failed());
+    let enough = if failing { gap as f64 } else { MIN_SLEEP_S };
+    if slept_s >= enough.max(MIN_SLEEP_S) {
         return true;
     }
-    let Some(prev) = ledger.last_answer_of(key) else {
+    let Some(prev) = prev else {
         return false;
     };
-    let gap = ctx.config.detectors.repeat.waiting_gap_seconds * 1000;
-    now_ms.saturating_sub(prev.end_ms) >= gap
-        || ledger
-            .entries
-            .iter()
-            .rev()
-            .take_while(|e| e.end_ms >= prev.end_ms && e.key != *key)
-            .any(|e| e.sleeps)
+    let mut since = ledger
+        .entries
+        .iter()
+        .rev()
+        .take_while(|e| e.end_ms >= prev.end_ms && e.key != *key)
+        .peekable();
+    let quiet = since.peek().is_none();
+    let gap_passed = now_ms.saturating_sub(prev.end_ms) >= gap * 1000;
+    (gap_passed && (quiet || !failing)) || since.any(|e| e.sleeps)
 }
 
-/// A shell command that waits on purpose: `sleep N` (N ≥ 2 seconds) anywhere in it.
-fn sleeps(tool: &str, input: &Value) -> bool {
+/// The shortest sleep that counts as waiting on purpose.
+const MIN_SLEEP_S: f64 = 2.0;
+
+/// How long a shell command sleeps on purpose: the longest `sleep N` in it (0 when none).
+fn slept(tool: &str, input: &Value) -> f64 {
     if ToolClass::of(tool) != ToolClass::Shell {
-        return false;
+        return 0.0;
     }
     let cmd = input.get("command").and_then(Value::as_str).unwrap_or("");
     let mut rest = cmd;
+    let mut longest = 0.0f64;
     while let Some(at) = rest.find("sleep") {
         let after = rest[at + 5..].trim_start();
         let digits: String = after
             .chars()
             .take_while(|c| c.is_ascii_digit() || *c == '.')
             .collect();
-        if digits.parse::<f64>().is_ok_and(|n| n >= 2.0) {
-            return true;
+        if let Ok(n) = digits.parse::<f64>() {
+            longest = longest.max(n);
         }
         rest = &rest[at + 5..];
     }
-    false
+    longest
+}
+
+/// A shell command that waits on purpose: `sleep N` (N ≥ 2 seconds) anywhere in it.
+fn sleeps(tool: &str, input: &Value) -> bool {
+    slept(tool, input) >= MIN_SLEEP_S
 }
 
 fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, Vec<Verdict>) {
@@ -491,13 +538,19 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
         }
     }
     let now = ctx.now_ms;
+    // A Code Mode script's call: the proxy level judges it (the window and the repeat rule).
+    let scripted = p.tool_use_id.as_deref().is_some_and(script::is_script_call);
+    if scripted {
+        let what = detectors::describe(tool, &redact::target(tool, input));
+        verdicts.extend(script::window(&mut state.ceiling, key, now, &what));
+    }
     let world = &state.world;
     let agent = state
         .agents
         .entry(crate::payload::clip(p.agent(), 64))
         .or_default();
     agent.last_seen_ms = agent.last_seen_ms.max(now);
-    let waited = waited(&agent.ledger, &key, sleeps(tool, input), now, ctx);
+    let waited = waited(&agent.ledger, &key, slept(tool, input), now, ctx);
     {
         let view = View {
             ledger: &agent.ledger,
@@ -512,11 +565,13 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
             class,
             waited,
         };
-        for (_, check) in detectors::BEFORE_CALL {
-            verdicts.extend(check(&view, &call));
+        for (name, check) in detectors::BEFORE_CALL {
+            if !scripted || *name == repeat::NAME {
+                verdicts.extend(check(&view, &call));
+            }
         }
     }
-    if matches!(tool, "Edit" | "MultiEdit") {
+    if matches!(tool, "Edit" | "MultiEdit") && !scripted {
         let path = input.get("file_path").and_then(Value::as_str).unwrap_or("");
         verdicts.extend(modification::check(
             agent,
@@ -634,6 +689,9 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     // What the call did to the work: the content of every file it changed.
     let mut novel = false;
     if f.status == Status::Ok {
+        observe_created(state, f);
+    }
+    if f.status == Status::Ok {
         match changes(f.tool, f.input, f.response, f.cwd) {
             Some(mut ch) if !ch.is_empty() => {
                 if class == ToolClass::Edit {
@@ -717,8 +775,12 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
             config: ctx.config,
         };
         let latest = agent.ledger.entries.back().expect("just pushed");
-        for (_, after) in detectors::AFTER_ANSWER {
-            verdicts.extend(after(&view, latest));
+        // A script's calls are judged one by one only by the repeat rule (the proxy level).
+        let scripted = script::is_script_call(f.id);
+        for (name, after) in detectors::AFTER_ANSWER {
+            if !scripted || *name == repeat::NAME {
+                verdicts.extend(after(&view, latest));
+            }
         }
     }
     let det = &ctx.config.detectors;
@@ -760,6 +822,34 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     }
     state.enforce_agent_cap();
     (key, verdicts)
+}
+
+/// A file a shell command created (`bashEditDiff` says `created`) was absent before it: that is
+/// part of the state the session started from, so deleting it again goes back, not forward.
+fn observe_created(state: &mut SessionState, f: &Finished) {
+    let Some(files) = f
+        .response
+        .and_then(|r| r.pointer("/bashEditDiff/files"))
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    for file in files.iter().take(MAX_BASH_FILES) {
+        if file.get("created").and_then(Value::as_bool) != Some(true) {
+            continue;
+        }
+        let Some(p) = file.get("filePath").and_then(Value::as_str) else {
+            continue;
+        };
+        let path = absolute(p, f.cwd);
+        let at_start = state.world.id == state.turn.start_world;
+        state
+            .world
+            .observe_before(Digest16::of(path.as_os_str().as_encoded_bytes()), ABSENT);
+        if at_start {
+            state.turn.start_world = state.world.id;
+        }
+    }
 }
 
 /// The digest of what a call left behind: each changed file and its content, and what it said.
@@ -969,7 +1059,39 @@ fn post_tool_batch(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verd
         let (_, v) = finish(state, &done, ctx);
         verdicts.extend(v);
     }
+    verdicts.extend(script_step(state, p));
     verdicts
+}
+
+/// A Code Mode step as a whole (the design's agent level): its PostToolBatch lists every call
+/// the script made; the same calls with the same results again in the turn is stagnation.
+fn script_step(state: &mut SessionState, p: &Payload) -> Option<Verdict> {
+    let calls = p.tool_calls.as_deref().unwrap_or_default();
+    let scripted = |bc: &&BatchCall| {
+        bc.tool_use_id
+            .as_deref()
+            .is_some_and(script::is_script_call)
+    };
+    if p.agent() != MAIN_AGENT || !calls.iter().any(|bc| scripted(&bc)) {
+        return None;
+    }
+    let mut pairs: Vec<[u8; 32]> = calls
+        .iter()
+        .filter(scripted)
+        .map(|bc| {
+            let said = outcome::of_failure(&response_text(bc)).digest;
+            let mut b = [0u8; 32];
+            b[..16].copy_from_slice(&call_key(&bc.tool_name, &bc.tool_input).0);
+            b[16..].copy_from_slice(&said.unwrap_or_default().0);
+            b
+        })
+        .collect();
+    let n = pairs.len();
+    pairs.sort_unstable();
+    let mut parts: Vec<&[u8]> = vec![&state.world.id.0];
+    parts.extend(pairs.iter().map(|b| &b[..]));
+    let signature = Digest16::of_parts(&parts);
+    script::step(&mut state.ceiling, state.turn.number, signature, n)
 }
 
 fn response_text(bc: &BatchCall) -> String {
@@ -1020,7 +1142,7 @@ fn account(
     ctx: &Ctx,
 ) {
     match (event, v.action) {
-        (Event::Stop | Event::SubagentStop | Event::UserPromptSubmit, _) => {
+        (Event::Stop | Event::SubagentStop | Event::UserPromptSubmit, a) if a >= Action::Deny => {
             state.totals.blocks += 1
         }
         (_, Action::Warn) => state.totals.warnings += 1,
@@ -1126,7 +1248,12 @@ mod tests {
                 2 => ("Grep", json!({"pattern": format!("{long}{i}")})),
                 _ => ("Bash", json!({"command": format!("{long} {i}")})),
             };
-            let id = format!("toolu_{i:020}");
+            // Every fifth call made by a Code Mode script: the proxy level's window stays bounded.
+            let id = if i % 5 == 0 {
+                format!("toolu_cc_{i:032x}")
+            } else {
+                format!("toolu_{i:020}")
+            };
             let mut extra = json!({"tool_name": tool, "tool_input": input, "tool_use_id": id});
             if agent != "main" {
                 extra["agent_id"] = json!(agent);
@@ -1148,6 +1275,7 @@ mod tests {
         let json = serde_json::to_vec(&state).unwrap();
         eprintln!("state after 1,200 calls: {} KiB as JSON", json.len() >> 10);
         assert!(state.agents.len() <= crate::state::MAX_AGENTS);
+        assert!(state.ceiling.script_calls.len() <= 256);
         assert!(
             json.len() <= 256 << 10,
             "state is {} KiB as JSON",

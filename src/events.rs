@@ -36,7 +36,7 @@ pub fn loop_type(detector: &str) -> &'static str {
         "cycle" => "state_cycle",
         "failures" => "failures",
         "progress" | "breaker" => "no_progress",
-        "ladder" => "escalation",
+        "ladder" | "ceiling" => "escalation",
         "guard" => "tamper",
         _ => "other",
     }

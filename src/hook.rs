@@ -8,10 +8,12 @@ use crate::engine::{self, Ctx};
 use crate::events;
 use crate::exit::Exit;
 use crate::git::Git;
+use crate::outer_loop;
 use crate::payload::{clip, Event, Payload};
 use crate::state::SessionState;
+use crate::state::MAIN_AGENT;
 use crate::store::{LockBusy, Store};
-use crate::verdict::strongest;
+use crate::verdict::{strongest, Action};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
@@ -162,7 +164,35 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         state_dir: Some(store.dir()),
         caps: agent.caps(),
     };
-    let mut verdicts = engine::handle(&mut state, &payload, event, &ctx);
+    // A session's first prompt: is an outer loop going round the project? (the one place the
+    // project's record is read; never on a tool call)
+    let first_prompt =
+        event == Event::UserPromptSubmit && payload.agent() == MAIN_AGENT && state.turn.number == 0;
+    let outer = project_dir
+        .as_deref()
+        .filter(|_| first_prompt)
+        .and_then(|dir| outer_loop_check(store.dir(), dir, &payload, attended));
+    let mut verdicts = match outer {
+        Some(v) if v.action >= Action::Deny => vec![v],
+        told => {
+            let mut all = engine::handle(&mut state, &payload, event, &ctx);
+            all.extend(told);
+            all
+        }
+    };
+    if event == Event::Stop
+        && payload.agent() == MAIN_AGENT
+        && state.turn.number == 1
+        && verdicts.iter().all(|v| v.action < Action::Deny)
+    {
+        if let Some(dir) = project_dir.as_deref() {
+            if let Err(e) = outer_loop_note(store.dir(), dir, &state, now_ms) {
+                problems.push(format!(
+                    "cannot note the session in the project's record: {e}"
+                ));
+            }
+        }
+    }
     verdicts.iter_mut().for_each(crate::redact::mask_verdict);
     if let Some(l) = &lock {
         store.save(l, &state)?;
@@ -268,6 +298,56 @@ fn session_start(cli: &Cli, session_id: &str, cfg: &config::Config) -> Result<Do
         crate::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
     }
     Ok(silent())
+}
+
+/// git's HEAD as the project record keeps it (empty outside git).
+fn head_of(project: &std::path::Path) -> String {
+    crate::git::Stamp::take(project)
+        .map(|s| crate::canon::hex16(&s.head))
+        .unwrap_or_default()
+}
+
+fn outer_loop_check(
+    state_dir: &std::path::Path,
+    project: &std::path::Path,
+    payload: &Payload,
+    attended: Option<bool>,
+) -> Option<crate::verdict::Verdict> {
+    let file = outer_loop::path(state_dir, project);
+    let rec = outer_loop::read(&file);
+    if rec.sessions.is_empty() {
+        return None;
+    }
+    let prompt = engine::prompt_digest(payload)?;
+    outer_loop::check(
+        &rec,
+        &clip(&payload.session_id, 128),
+        &crate::canon::hex16(&prompt.0),
+        &head_of(project),
+        attended,
+        &file,
+    )
+}
+
+/// A session's first turn, noted in the project's record when it ends.
+fn outer_loop_note(
+    state_dir: &std::path::Path,
+    project: &std::path::Path,
+    state: &SessionState,
+    now_ms: u64,
+) -> std::io::Result<()> {
+    let Some(prompt) = state.turn.prompt else {
+        return Ok(());
+    };
+    let sig = outer_loop::SessionSig {
+        session: state.session.clone(),
+        prompt: crate::canon::hex16(&prompt.0),
+        signature: crate::canon::hex16(&engine::turn_signature(state).0),
+        head: head_of(project),
+        progress: engine::turn_progress(state),
+        at_ms: now_ms,
+    };
+    outer_loop::note(&outer_loop::path(state_dir, project), sig)
 }
 
 /// An event-log line for a notice (not a verdict: nothing was denied for it).

@@ -26,6 +26,7 @@ pub mod ledger_block;
 pub mod noise;
 pub mod notice;
 pub mod outcome;
+pub mod outer_loop;
 pub mod paths;
 pub mod payload;
 pub mod platform;

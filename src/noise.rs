@@ -9,7 +9,7 @@
 //! | rule | matches | becomes |
 //! |---|---|---|
 //! | `url` | `http(s)://host/path?query` | host kept; each path/query token that holds a digit and is ≥ 6 long, or is ≥ 3 digits, `<id>` |
-//! | `ts` | ISO dates with optional time, fraction and zone; `h:mm:ss(.f)` | `<ts>` |
+//! | `ts` | ISO dates with optional time (`:` or the file-name-safe `_`), fraction and zone; `h:mm:ss(.f)` | `<ts>` |
 //! | `dur` | `1.23s`, `250ms`, `3m`; `1.5 s`, `3 seconds`, `2 mins` | `<dur>` |
 //! | `uuid` | 8-4-4-4-12 hex | `<uuid>` |
 //! | `hex` | a lowercase hex run (optional `0x`) with a digit next to a letter, ≥ 7 digits | `<hex>` (shorter: kept) |
@@ -74,7 +74,7 @@ fn ts(b: &[u8], i: usize) -> Option<usize> {
     ts_date(b, i).or_else(|| ts_clock(b, i))
 }
 
-/// `\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?`
+/// `\d{4}-\d{2}-\d{2}(?:[T ]\d{2}[:_]\d{2}(?:[:_]\d{2}(?:[.,_]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?`
 fn ts_date(b: &[u8], i: usize) -> Option<usize> {
     let mut p = digits_n(b, i, 4)?;
     p = lit(b, p, b"-")?;
@@ -84,11 +84,16 @@ fn ts_date(b: &[u8], i: usize) -> Option<usize> {
     let time = || -> Option<usize> {
         let mut q = byte_in(b, p, b"T ")?;
         q = digits_n(b, q, 2)?;
-        q = lit(b, q, b":")?;
+        // `_` too: the file-name-safe spelling (npm's `2026-11-24T14_23_45_678Z-debug-0.log`).
+        q = byte_in(b, q, b":_")?;
         q = digits_n(b, q, 2)?;
         let secs = || -> Option<usize> {
-            let r = digits_n(b, lit(b, q, b":")?, 2)?;
-            Some(byte_in(b, r, b".,").and_then(|f| digits(b, f)).unwrap_or(r))
+            let r = digits_n(b, byte_in(b, q, b":_")?, 2)?;
+            Some(
+                byte_in(b, r, b".,_")
+                    .and_then(|f| digits(b, f))
+                    .unwrap_or(r),
+            )
         };
         q = secs().unwrap_or(q);
         let zone = || -> Option<usize> {
@@ -368,7 +373,7 @@ mod tests {
         let (re, id) = RE.get_or_init(|| (Regex::new(concat!(
             "(?-u)",
             r"(?P<url>\bhttps?://[^\s'\x22<>)]+)",
-            r"|(?P<ts>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b)",
+            r"|(?P<ts>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}[:_]\d{2}(?:[:_]\d{2}(?:[.,_]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b)",
             r"|(?P<dur>\b\d+(?:\.\d+)?(?:ns|us|ms|s|m|h)\b|\b\d+(?:\.\d+)?\s(?:ms|sec|secs|seconds?|mins?|minutes?|s)\b)",
             r"|(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)",
             r"|(?P<hex>\b(?:0x)?[0-9a-f]*(?:[0-9][a-f]|[a-f][0-9])[0-9a-f]*\b)",

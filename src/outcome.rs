@@ -55,6 +55,14 @@ pub fn of_success(tool: &str, response: Option<&Value>) -> Outcome {
             })
             .unwrap_or_else(|| canonical_text(r)),
         ("Grep" | "Glob", Some(r)) if r.is_object() => search_text(r),
+        ("WebSearch", Some(r)) if r.is_object() => {
+            let links = links_text(r);
+            if links.is_empty() {
+                canonical_text(&strip_volatile(r))
+            } else {
+                links
+            }
+        }
         // Edits are judged by success: their response echoes the input, which says nothing new.
         ("Edit" | "MultiEdit" | "Write" | "NotebookEdit", Some(_)) => "ok".to_string(),
         (_, Some(Value::String(s))) => s.clone(),
@@ -77,6 +85,28 @@ fn search_text(r: &Value) -> String {
         text.push_str(c);
     }
     text
+}
+
+/// A web search is answered by the pages it found: their links, in any order. The echo of the
+/// query, the summary written about them and the result ids differ for every rewording.
+fn links_text(r: &Value) -> String {
+    fn collect<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(u) = m.get("url").and_then(Value::as_str) {
+                    out.push(u);
+                }
+                m.values().for_each(|v| collect(v, out));
+            }
+            Value::Array(a) => a.iter().for_each(|v| collect(v, out)),
+            _ => {}
+        }
+    }
+    let mut urls = Vec::new();
+    collect(r.get("results").unwrap_or(r), &mut urls);
+    urls.sort_unstable();
+    urls.dedup();
+    urls.join("\n")
 }
 
 /// Keys whose values change on every call without meaning anything.
@@ -134,7 +164,11 @@ fn build(raw: &str, failed: bool) -> Outcome {
     }
     let trivial = is_trivial_text(&norm);
     let error_class = failed.then(|| classify_error(raw));
-    let preview = crate::payload::clip(norm.trim(), 160);
+    let preview = if failed {
+        crate::payload::clip(failing_line(&norm), 160)
+    } else {
+        crate::payload::clip(norm.trim(), 160)
+    };
     // Success and failure with the same text are different outcomes.
     let tag: &[u8] = if failed { b"E" } else { b"O" };
     let (digest, shape_digest) = if trivial {
@@ -152,6 +186,54 @@ fn build(raw: &str, failed: bool) -> Outcome {
         error_class,
         preview,
     }
+}
+
+/// The line of an error output that says what failed: the first line that names an error
+/// (`TypeError: …`, `error[E0308]: …`, `x.c:3: error: …`, `FAIL …`, `fatal: …`), never a warning
+/// printed before it (`npm warn Unknown env config …`) or Claude Code's `Exit code N`; else the
+/// first other line.
+pub fn failing_line(text: &str) -> &str {
+    let lines = || {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !is_exit_code(l) && !is_warning(l))
+    };
+    lines()
+        .find(|l| names_an_error(l))
+        .or_else(|| lines().next())
+        .unwrap_or_else(|| text.trim())
+}
+
+fn is_exit_code(l: &str) -> bool {
+    l.strip_prefix("Exit code ")
+        .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn is_warning(l: &str) -> bool {
+    let lower = l.to_ascii_lowercase();
+    let head = lower.strip_prefix("npm ").unwrap_or(&lower);
+    head.starts_with("warn") || head.starts_with("(node:") || head.starts_with("deprecat")
+}
+
+fn names_an_error(l: &str) -> bool {
+    let lower = l.to_ascii_lowercase();
+    let starts = |w: &str| lower.starts_with(w);
+    // `TypeError: …`, `java.lang.IllegalStateException: …`, `E   AssertionError: …`.
+    let first_word = l
+        .strip_prefix("E ")
+        .map_or(l, str::trim_start)
+        .split([':', ' ', '('])
+        .next()
+        .unwrap_or("");
+    starts("error")
+        || starts("fatal")
+        || starts("fail")
+        || starts("panic")
+        || lower.contains("panicked at")
+        || lower.contains(": error")
+        || lower.contains("] error")
+        || first_word.ends_with("Error")
+        || first_word.ends_with("Exception")
 }
 
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
@@ -316,6 +398,29 @@ pub fn interruption(error: &str) -> Option<Interruption> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_failure_is_quoted_by_the_line_that_failed() {
+        let npm =
+            "Exit code 1\nnpm warn Unknown env config \"http-proxy\". This will stop working\n\
+                   file:///p/gen.js:12\n  await generate(spec);\n        ^\n\n\
+                   TypeError: generate is not a function\n    at main (file:///p/gen.js:12:9)";
+        assert_eq!(failing_line(npm), "TypeError: generate is not a function");
+        let cargo = "Exit code 101\n   Compiling app v0.1.0\nerror[E0308]: mismatched types\n --> src/main.rs:3:5";
+        assert_eq!(failing_line(cargo), "error[E0308]: mismatched types");
+        let py = "Traceback (most recent call last):\n  File \"a.py\", line 1\nE   AssertionError: 3 != 4";
+        assert_eq!(failing_line(py), "E   AssertionError: 3 != 4");
+        // Nothing names an error: the first line that is not the exit code.
+        assert_eq!(
+            failing_line("Exit code 1\ncat: x: No such file"),
+            "cat: x: No such file"
+        );
+        assert_eq!(
+            of_failure(npm).preview,
+            "TypeError: generate is not a function"
+        );
+    }
+
     use super::*;
 
     #[test]

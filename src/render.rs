@@ -52,6 +52,12 @@ pub fn answer(event: Event, v: &Verdict) -> Option<String> {
         (Event::UserPromptSubmit, Action::Deny | Action::Halt) => {
             json!({"decision": "block", "reason": v.reason, "systemMessage": human})
         }
+        // A prompt the person typed goes ahead; only they are told where the session stands.
+        (Event::UserPromptSubmit, Action::Warn)
+            if v.evidence.get("attended") == Some(&Value::Bool(true)) =>
+        {
+            json!({"systemMessage": v.reason})
+        }
         // A batch block ends the run at once: the hard stop for unattended runs.
         (Event::PostToolBatch, Action::Deny | Action::Halt) => {
             json!({"decision": "block", "reason": v.reason, "systemMessage": human})

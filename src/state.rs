@@ -33,6 +33,45 @@ pub struct SessionState {
     pub world: World,
     /// Signatures of the latest finished turns.
     pub turns: VecDeque<TurnSig>,
+    /// The bounds nothing but the person resets. Keep it the last field: states of formats
+    /// before 3 end before it, and decode with its default (`codec`).
+    pub ceiling: Ceiling,
+}
+
+/// Refused calls are loop evidence themselves (issue 22): past a bound in one turn the turn is
+/// ended, and past a bound of such turns the session's next unattended prompt is refused. No
+/// `ask` answered yes, cooldown, new prompt or agent-run command lowers `ended_turns`; only
+/// `loopgate reset` by the person does.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ceiling {
+    /// The turn `refusals`, `ended` and `halted` count for.
+    pub turn: u32,
+    /// Calls refused (denied, asked about, warned about as a loop) in that turn.
+    pub refusals: u32,
+    /// That turn reached the bound: every later call of it is refused, and it is ended.
+    pub ended: bool,
+    /// The end of that turn was delivered (a batch block, or a halt before a tool).
+    pub halted: bool,
+    /// Turns of this session ended at the bound.
+    pub ended_turns: u32,
+    pub last_ended_ms: u64,
+    /// Recent calls made by Code Mode scripts, `(call key, time)`, for the proxy level's window.
+    pub script_calls: VecDeque<(Digest16, u64)>,
+    /// Script steps of the turn, `(turn, signature of its calls and results)`.
+    pub script_steps: VecDeque<(u32, Digest16)>,
+}
+
+impl Ceiling {
+    /// Follows the main agent's turn: a new turn starts its count from zero, never the session's.
+    pub fn follow(&mut self, turn: u32) {
+        if self.turn != turn {
+            self.turn = turn;
+            self.refusals = 0;
+            self.ended = false;
+            self.halted = false;
+        }
+    }
 }
 
 /// Ralph's circuit breaker across turns: CLOSED → HALF_OPEN → OPEN on turns without progress.
@@ -199,6 +238,8 @@ impl SessionState {
     /// Clears loop state (calls, runs, counters, turn signals) but keeps identity and totals.
     pub fn reset_loops(&mut self) {
         self.agents.clear();
+        // The person's reset is the one thing that lowers the ceiling.
+        self.ceiling = Ceiling::default();
         self.world.new_prompt();
         let turn = std::mem::take(&mut self.turn);
         self.turn = Turn {

@@ -86,6 +86,17 @@ impl Verdict {
         }
     }
 
+    /// A verdict on a prompt: refused when nobody attends the session, else the prompt goes
+    /// ahead and only the person is told (`attended` in the evidence says which).
+    pub fn on_prompt(detector: &'static str, unattended: bool, reason: String) -> Self {
+        let action = if unattended {
+            Action::Deny
+        } else {
+            Action::Warn
+        };
+        Verdict::new(detector, action, Severity::Critical, reason).with("attended", !unattended)
+    }
+
     pub fn loop_warning(mut self) -> Self {
         self.loop_warning = true;
         self

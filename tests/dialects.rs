@@ -401,3 +401,53 @@ fn where_no_cli_can_halt_the_ladder_ends_in_a_standing_denial_said_once() {
     next = next.replace("\"t1\"", "\"t2\"");
     assert!(feed(&env, Some("codex"), "pre-tool-use", next.as_bytes()).is_silent_allow());
 }
+
+/// Issue 22: a denial storm ends the turn in each CLI's strongest way. The same failing call is
+/// retried after every denial; at the 10th refused call Gemini is told `continue: false` (its run
+/// ends before the tool), and Codex, Qwen and Copilot, which cannot end a run mid-turn, keep
+/// getting denials for every later call of the turn.
+#[test]
+fn a_denial_storm_ends_the_turn_in_each_clis_strongest_way() {
+    for cli in CLIS {
+        let env = Env::new();
+        let (pre, post, post_sub) = failing_shell(cli);
+        let (pre, post) = (pre.to_string(), post.to_string());
+        let mut refused = 0;
+        let mut last = None;
+        for _ in 0..20 {
+            let out = feed(&env, Some(cli), "pre-tool-use", pre.as_bytes());
+            assert_eq!(out.code, 0, "{cli}: {}", out.stderr);
+            let halted = !out.stdout.is_empty() && out.json()["continue"] == false;
+            if halted || denial_reason(cli, &out).is_some() {
+                refused += 1;
+                if refused == 10 {
+                    last = Some(out);
+                    break;
+                }
+                continue;
+            }
+            feed(&env, Some(cli), post_sub, post.as_bytes());
+        }
+        let last = last.unwrap_or_else(|| panic!("{cli}: fewer than 10 refusals in 20 calls"));
+        let v = last.json();
+        if cli == "gemini" {
+            assert_eq!(v["continue"], false, "{cli}: {v}");
+            assert!(v["stopReason"]
+                .as_str()
+                .unwrap()
+                .contains("the turn ends here"));
+        } else {
+            let reason = denial_reason(cli, &last).unwrap_or_default();
+            assert!(reason.contains("the turn ends here"), "{cli}: {reason}");
+            // Any later call of the turn, however new, is refused at once.
+            let other = pre.replace("config/settings.yml", "README.md");
+            let out = feed(&env, Some(cli), "pre-tool-use", other.as_bytes());
+            let reason = denial_reason(cli, &out).unwrap_or_default();
+            assert!(
+                reason.contains("this turn is over"),
+                "{cli}: {}",
+                out.stdout
+            );
+        }
+    }
+}

@@ -712,3 +712,41 @@ fn session_start_makes_a_new_sessions_files_and_says_nothing() {
         "nothing is logged for a session's start"
     );
 }
+
+/// Issue 22: `status` shows where a session stands against the ceiling, a new prompt never
+/// lowers the session's count, and only the person's `loopgate reset` does.
+#[test]
+fn status_shows_the_ceiling_and_only_reset_lowers_it() {
+    let mut env = Env::new();
+    env.new_prompt("p-1");
+    let fail = Err("Exit code 1\ncat: config/settings.yml: No such file or directory");
+    for _ in 0..2 {
+        assert!(!env.bash("cat config/settings.yml", fail).denied());
+    }
+    for n in 0..10 {
+        let out = env.bash("cat config/settings.yml", fail);
+        assert!(out.denied(), "refusal {}: {}", n + 1, out.stdout);
+    }
+    let ceiling = |env: &Env| env.status()[0]["ceiling"].clone();
+    let c = ceiling(&env);
+    assert_eq!(c["refused_in_turn"], 10, "{c:#}");
+    assert_eq!(c["turn_ended"], true, "{c:#}");
+    assert_eq!(c["ended_turns"], 1, "{c:#}");
+    // Any call of the ended turn is refused, however new.
+    assert!(env.bash("ls", Ok("README.md")).denied());
+    let text = String::from_utf8(env.command(&["status"]).output().unwrap().stdout).unwrap();
+    assert!(
+        text.contains("ceiling: 10 of 10 refused calls in this turn (turn ended); 1 of 3 turns"),
+        "{text}"
+    );
+
+    env.new_prompt("p-2");
+    let c = ceiling(&env);
+    assert_eq!(
+        (c["refused_in_turn"].clone(), c["ended_turns"].clone()),
+        (json!(0), json!(1))
+    );
+    let out = env.run(&["reset", "--session", "sess-1"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(ceiling(&env)["ended_turns"], 0);
+}

@@ -6,7 +6,8 @@
 //!   PreToolUse, then (unless denied) PostToolUse with `ok` (a string is Bash stdout, an object is
 //!   the tool_response) or PostToolUseFailure with `error`. `expect` (Pre) is `allow` (not denied,
 //!   the default), `silent`, `deny` or `warn`; `post` is `any` (default), `silent` or `warn`.
-//!   `detector` names who must have decided a deny or warn. `times` repeats the step.
+//!   `detector` names who must have decided a deny or warn; `reason_has`, a text its answer quotes.
+//!   `times` repeats the step.
 //!   `input` strings may contain `{n}`, replaced by the repetition number. Each call is its own
 //!   model turn, closed by a PostToolBatch as Claude Code does (`batch_expect`, `batch_detector`).
 //! - `{"edit": FILE}`: a successful Edit that changes FILE in the project to new content;
@@ -15,10 +16,16 @@
 //!   like a call step, or `"cancelled": true` for a sibling Claude Code cancelled).
 //! - `{"write": FILE, "content": TEXT, "post": P}`: a Write of FILE in the project, on disk too.
 //! - `{"rm": FILE}`: `rm FILE` through Bash, deleting it, with the bashEditDiff naming it.
+//! - `{"sh_write": FILE, "content": TEXT}`: a Bash command writing FILE, its bashEditDiff saying
+//!   whether it was created.
+//! - `{"script": [CALL, ...], "batch_expect": E}`: one Code Mode step, its calls made by a
+//!   script (see [`Run::script`]).
 //! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
+//! - `{"session": ID}`: the next steps are a new session's, in the same project.
 //! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
 //! - `{"batch": true, "expect": E}`: the turn's PostToolBatch (`block` ends an unattended run).
-//! - `{"prompt": ID, "text": T, "expect": "block" | "allow"}`: a new user prompt. `{"stop": true, "expect": "block" | "allow"}`: a Stop.
+//! - `{"prompt": ID, "text": T, "expect": "block" | "allow" | "tell", "detector": D}`: a new user
+//!   prompt (`tell`: it goes ahead and only the person is told, in a `systemMessage`). `{"stop": true, "expect": "block" | "allow"}`: a Stop.
 //!
 //! Top level: `name`, `why`, optional `config` (TOML for the user config file), `git` (make the
 //! project a repository), `env` (extra environment).
@@ -59,19 +66,37 @@ impl Run {
             self.tick(secs);
             return Ok(());
         }
+        if let Some(id) = step["session"].as_str() {
+            // A fresh session of the same project (an outer loop's next iteration).
+            self.env.session = id.into();
+            return Ok(());
+        }
         if let Some(id) = step["prompt"].as_str() {
             let out = self
                 .env
                 .prompt_with(id, step["text"].as_str().unwrap_or("do the task"));
-            return match (
-                step["expect"].as_str().unwrap_or("any"),
-                prompt_blocked(&out),
-            ) {
-                ("block", true) | ("allow", false) | ("any", _) => Ok(()),
-                (want, _) => Err(format!(
+            let want = step["expect"].as_str().unwrap_or("any");
+            let ok = match want {
+                "block" => prompt_blocked(&out),
+                "allow" => !prompt_blocked(&out),
+                // Goes ahead, and only the person is told something.
+                "tell" => {
+                    !prompt_blocked(&out)
+                        && !out.stdout.is_empty()
+                        && out.json()["systemMessage"].is_string()
+                        && out.context().is_none()
+                }
+                _ => true,
+            };
+            if !ok {
+                return Err(format!(
                     "{at}: prompt expected {want}, got {:?}",
                     out.stdout
-                )),
+                ));
+            }
+            return match step["detector"].as_str() {
+                Some(d) => decided_by(&self.env, d, at),
+                None => Ok(()),
             };
         }
         if let Some(file) = step["edit"].as_str() {
@@ -100,18 +125,29 @@ impl Run {
                 return Ok(());
             };
             let _ = std::fs::remove_file(&path);
-            let diff = json!({"files": [{"filePath": path, "hunks": []}], "moreFiles": 0, "changedFiles": [path]});
-            self.env.post(
-                "Bash",
-                input.clone(),
-                &id,
-                json!({"stdout": "", "stderr": "", "interrupted": false, "bashEditDiff": diff}),
-            );
-            self.env.batch_of("Bash", &input, &id, "");
+            self.silent_command_changed(&input, &id, json!({"filePath": path, "hunks": []}));
+            return Ok(());
+        }
+        if let Some(file) = step["sh_write"].as_str() {
+            // `printf … > FILE` through Bash, creating it; Claude Code's bashEditDiff says so.
+            let path = self.env.project.join(file);
+            let content = step["content"].as_str().unwrap_or("x\n");
+            let input = json!({"command": format!("printf '%s' '{content}' > {}", path.display()), "description": "write"});
+            let Some(id) = self.pre_unless_denied("Bash", &input, step, at)? else {
+                return Ok(());
+            };
+            let created = !path.exists();
+            std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| e.to_string())?;
+            std::fs::write(&path, content).map_err(|e| e.to_string())?;
+            let file = json!({"filePath": path, "hunks": [], "created": created});
+            self.silent_command_changed(&input, &id, file);
             return Ok(());
         }
         if let Some(calls) = step["parallel"].as_array() {
             return self.parallel(calls, step, n, at);
+        }
+        if let Some(calls) = step["script"].as_array() {
+            return self.script(calls, step, at);
         }
         if let Some(file) = step["write"].as_str() {
             let path = self.env.project.join(file);
@@ -222,6 +258,20 @@ fn prompt_blocked(out: &crate::common::Out) -> bool {
 }
 
 impl Run {
+    /// The Post and batch of a Bash command that printed nothing and changed one file, as
+    /// Claude Code's `bashEditDiff` names it.
+    fn silent_command_changed(&self, input: &Value, id: &str, file: Value) {
+        let path = file["filePath"].clone();
+        let diff = json!({"files": [file], "moreFiles": 0, "changedFiles": [path]});
+        self.env.post(
+            "Bash",
+            input.clone(),
+            id,
+            json!({"stdout": "", "stderr": "", "interrupted": false, "bashEditDiff": diff}),
+        );
+        self.env.batch_of("Bash", input, id, "");
+    }
+
     /// PreToolUse checked against the step's `expect`; a denied call ends its model turn there
     /// (Claude Code sends the batch and no Post event), checked against `batch_expect`. Returns
     /// the call's id when it may run.
@@ -241,6 +291,14 @@ impl Run {
             &self.env,
             &format!("{at} (pre)"),
         )?;
+        if let Some(text) = step["reason_has"].as_str() {
+            if !pre.stdout.contains(text) {
+                return Err(format!(
+                    "{at} (pre): the answer does not say {text:?}: {:?}",
+                    pre.stdout
+                ));
+            }
+        }
         if pre.denied() {
             // The model turn ends with the denial: its batch is judged against `batch_expect`.
             let batch = self
@@ -256,6 +314,70 @@ impl Run {
             return Ok(None);
         }
         Ok(Some(id))
+    }
+
+    /// The PostToolBatch listing `lines`, checked against the step's `batch_expect`.
+    fn batch_of_lines(&self, lines: Vec<Value>, step: &Value, at: &str) -> Result<(), String> {
+        let p = self
+            .env
+            .base("PostToolBatch", json!({ "tool_calls": lines }));
+        let out = self.env.hook("post-tool-batch", &p);
+        check(
+            &out,
+            step["batch_expect"].as_str().unwrap_or("any"),
+            step["batch_detector"].as_str(),
+            &self.env,
+            &format!("{at} (batch)"),
+        )
+    }
+
+    /// One Code Mode step: a script's calls one after another (ids `toolu_cc_…`, no
+    /// description), a denied call answered to the script and the script going on, then one
+    /// PostToolBatch listing every call. A CALL may say `"repeat": N` (a loop in the script),
+    /// `"deny_from": K` (repetitions from the K-th on must be denied, by `detector` at the K-th)
+    /// and `{i}` in its input (the repetition number).
+    fn script(&mut self, calls: &[Value], step: &Value, at: &str) -> Result<(), String> {
+        let mut lines = Vec::new();
+        for (i, c) in calls.iter().enumerate() {
+            let tool = c["call"].as_str().unwrap_or("Bash");
+            for r in 1..=c["repeat"].as_u64().unwrap_or(1) {
+                let n: u64 = self.env.id()["toolu_t_".len()..].parse().unwrap_or(0);
+                let id = format!("toolu_cc_{n:032x}");
+                let input = substitute(&c["input"], r)
+                    .to_string()
+                    .replace("{i}", &r.to_string());
+                let input: Value = serde_json::from_str(&input).map_err(|e| e.to_string())?;
+                let pre = self.env.pre(tool, input.clone(), &id);
+                let from = c["deny_from"].as_u64().unwrap_or(u64::MAX);
+                let want = if r >= from { "deny" } else { "allow" };
+                let detector = if r == from {
+                    c["detector"].as_str()
+                } else {
+                    None
+                };
+                let where_ = format!("{at} call {} repetition {r} (pre)", i + 1);
+                check(&pre, want, detector, &self.env, &where_)?;
+                let text = if pre.denied() {
+                    format!("Permission denied for {tool}: {}", denial_text(tool, &pre))
+                } else if let Some(err) = c["error"].as_str() {
+                    self.env.fail(tool, input.clone(), &id, err);
+                    err.to_string()
+                } else {
+                    let out = substitute(&c["ok"], r);
+                    let text = out.as_str().unwrap_or("").to_string();
+                    let response = match (&out, tool) {
+                        (Value::String(s), "Bash") => {
+                            json!({"stdout": s, "stderr": "", "interrupted": false})
+                        }
+                        (other, _) => other.clone(),
+                    };
+                    self.env.post(tool, input.clone(), &id, response);
+                    text
+                };
+                lines.push(json!({"tool_name": tool, "tool_input": input, "tool_use_id": id, "tool_response": text}));
+            }
+        }
+        self.batch_of_lines(lines, step, at)
     }
 
     /// One model turn of parallel calls, as Claude Code runs them: every PreToolUse, then a Post
@@ -299,17 +421,7 @@ impl Run {
             };
             lines.push(json!({"tool_name": tool, "tool_input": input, "tool_use_id": id, "tool_response": text}));
         }
-        let p = self
-            .env
-            .base("PostToolBatch", json!({ "tool_calls": lines }));
-        let out = self.env.hook("post-tool-batch", &p);
-        check(
-            &out,
-            step["batch_expect"].as_str().unwrap_or("any"),
-            step["batch_detector"].as_str(),
-            &self.env,
-            &format!("{at} (batch)"),
-        )
+        self.batch_of_lines(lines, step, at)
     }
 }
 
@@ -347,18 +459,24 @@ fn check(out: &Out, want: &str, detector: Option<&str>, env: &Env, at: &str) -> 
         return Err(format!("{at}: expected {want}, got {:?}", out.stdout));
     }
     if let (Some(d), "deny" | "warn" | "block" | "ask") = (detector, want) {
-        let last = env.events().last().cloned().unwrap_or(Value::Null);
-        let decided: Vec<Value> = env
-            .events()
-            .into_iter()
-            .rev()
-            .take_while(|e| e["ts"] == last["ts"])
-            .collect();
-        if !decided.iter().any(|e| e["detector"] == d) {
-            return Err(format!(
-                "{at}: expected detector {d}, events were {decided:?}"
-            ));
-        }
+        return decided_by(env, d, at);
+    }
+    Ok(())
+}
+
+/// The latest hook call's events name detector `d`.
+fn decided_by(env: &Env, d: &str, at: &str) -> Result<(), String> {
+    let last = env.events().last().cloned().unwrap_or(Value::Null);
+    let decided: Vec<Value> = env
+        .events()
+        .into_iter()
+        .rev()
+        .take_while(|e| e["ts"] == last["ts"])
+        .collect();
+    if !decided.iter().any(|e| e["detector"] == d) {
+        return Err(format!(
+            "{at}: expected detector {d}, events were {decided:?}"
+        ));
     }
     Ok(())
 }

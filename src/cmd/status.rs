@@ -112,12 +112,29 @@ pub fn summary(stem: &str, s: &SessionState) -> Value {
         "turn": s.turn,
         "totals": s.totals,
         "breaker": s.breaker,
+        "ceiling": ceiling(s),
         "world": {"files_tracked": s.world.files.len(), "new_states": s.world.novel_states, "epoch": s.world.epoch},
         "agents": agents,
         "recent": s.recent,
     });
     with_rfc3339(&mut out);
     out
+}
+
+/// Where the session stands against the ceiling nothing but `loopgate reset` lowers.
+fn ceiling(s: &SessionState) -> Value {
+    use crate::detectors::ceiling::{SESSION_BOUND, TURN_BOUND};
+    let c = &s.ceiling;
+    let current = c.turn == s.turn.number;
+    json!({
+        "refused_in_turn": if current { c.refusals } else { 0 },
+        "turn_bound": TURN_BOUND,
+        "turn_ended": current && c.ended,
+        "ended_turns": c.ended_turns,
+        "session_bound": SESSION_BOUND,
+        "unattended_prompts_refused": c.ended_turns >= SESSION_BOUND,
+        "last_ended_ms": c.last_ended_ms,
+    })
 }
 
 /// Every `…_ms` timestamp gets its RFC 3339 twin (`at_ms` → `at`), as in every other output.
@@ -190,6 +207,24 @@ fn print_session(s: &SessionState) {
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default(),
         crate::words::count(s.breaker.no_progress_turns, "turn")
+    );
+    let c = ceiling(s);
+    say!(
+        "  ceiling: {} of {} refused calls in this turn{}; {} of {} turns ended at it{}",
+        c["refused_in_turn"],
+        c["turn_bound"],
+        if c["turn_ended"] == true {
+            " (turn ended)"
+        } else {
+            ""
+        },
+        c["ended_turns"],
+        c["session_bound"],
+        if c["unattended_prompts_refused"] == true {
+            ": unattended prompts are refused until `loopgate reset`"
+        } else {
+            ""
+        }
     );
     for t in &s.breaker.history {
         say!(

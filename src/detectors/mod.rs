@@ -4,6 +4,7 @@
 //! picks the answer. Adding a detector is one file and one line here.
 
 pub mod breaker;
+pub mod ceiling;
 pub mod circular;
 pub mod cycle;
 pub mod failures;
@@ -11,6 +12,7 @@ pub mod guard;
 pub mod modification;
 pub mod progress;
 pub mod repeat;
+pub mod script;
 pub mod stagnation;
 
 use crate::canon::Digest16;

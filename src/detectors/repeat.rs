@@ -35,6 +35,22 @@ pub struct Chain<'a> {
     pub first_ms: u64,
 }
 
+/// The answer of a successful call that said nothing and changed nothing loopgate can see.
+const SILENCE: Digest16 = Digest16(*b"silence, no chg.");
+
+/// What a call answered, for comparing it with its own earlier answers: silence with no new
+/// state is an answer like any other (`ls dist/` empty again, a script that prints nothing).
+/// A call that sleeps on purpose is the waiting itself, not a question: its silence says nothing.
+fn said(e: &Entry) -> Option<Digest16> {
+    e.answer
+        .or_else(|| (e.status == Status::Ok && !e.novel && !e.sleeps).then_some(SILENCE))
+}
+
+/// Its shape (numbers and ids masked); silence is its own shape.
+fn shape_of(e: &Entry) -> Option<Digest16> {
+    e.shape.or_else(|| said(e).filter(|d| *d == SILENCE))
+}
+
 /// The run of identical answers `key` has had since the last new state, newest first.
 pub fn chain<'a>(ledger: &'a Ledger, key: &Digest16, epoch_now: u32) -> Option<Chain<'a>> {
     let mut mine = ledger.answers().filter(|e| &e.key == key);
@@ -43,8 +59,8 @@ pub fn chain<'a>(ledger: &'a Ledger, key: &Digest16, epoch_now: u32) -> Option<C
     if last.epoch_after != epoch_now {
         return None;
     }
-    // A successful call with nothing to say did something (a silent command): never a repeat.
-    last.answer?;
+    // A call that changed something, or said nothing loopgate can compare, is never a repeat.
+    let last_said = said(last)?;
     let mut c = Chain {
         last,
         answers: 1,
@@ -57,8 +73,10 @@ pub fn chain<'a>(ledger: &'a Ledger, key: &Digest16, epoch_now: u32) -> Option<C
         if e.epoch_after != newer.epoch || e.status.failed() != last.status.failed() {
             break;
         }
-        if e.answer != last.answer {
-            if e.shape.is_none() || e.shape != last.shape {
+        if said(e) != Some(last_said) {
+            // A changing value is news, whatever the gap: only a failure stays the same
+            // answer up to numbers (a count of failing tests going down is still failing).
+            if !last.status.failed() || shape_of(e).is_none() || shape_of(e) != shape_of(last) {
                 break;
             }
             c.shape_only = true;
@@ -94,7 +112,9 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
     if !cfg.enabled {
         return None;
     }
-    let c = chain(v.ledger, &call.key, v.world.epoch)?;
+    let Some(c) = chain(v.ledger, &call.key, v.world.epoch) else {
+        return missing_reads(v, call);
+    };
     // A cooldown clears it: after a long enough pause the world may have moved without us seeing.
     if v.now_ms.saturating_sub(c.last.end_ms) >= cfg.cooldown_minutes * 60_000 {
         return None;
@@ -123,10 +143,120 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
     ))
 }
 
+/// A read of one file is one question whatever its offset and limit: the same failure again
+/// (up to numbers: a file over the token limit), with only empty reads past the end between, is
+/// a repeat, refused once the failure's class budget is spent.
+fn missing_reads(v: &View, call: &Call) -> Option<Verdict> {
+    if call.tool != "Read" {
+        return None;
+    }
+    let target = crate::redact::target(call.tool, call.input);
+    let mut failures: Vec<&Entry> = Vec::new();
+    for e in v.ledger.answers() {
+        if e.epoch_after != v.world.epoch {
+            break;
+        }
+        if e.tool != "Read" || e.target != target {
+            continue;
+        }
+        if !e.status.failed() {
+            if e.rich {
+                // A read that found content: the agent is reading, not missing.
+                break;
+            }
+            continue;
+        }
+        if failures.first().is_some_and(|f| f.shape != e.shape) {
+            break;
+        }
+        failures.push(e);
+    }
+    let last = *failures.first()?;
+    let cfg = &v.config.detectors.repeat;
+    let allowed = match last.error_class {
+        Some(ErrorClass::Transient) => cfg.transient,
+        Some(ErrorClass::Deterministic) => cfg.deterministic,
+        _ => cfg.unknown,
+    };
+    let tries = failures.len() as u32;
+    let reworded = failures.iter().any(|f| f.key != last.key);
+    if tries <= allowed || !reworded {
+        return None;
+    }
+    let error = if last.preview.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", last.preview)
+    };
+    let reason = format!(
+        "LOOP_DETECTED (loopgate): Read {target} has failed {tries} times with the same error{error} \
+         whatever the offset and limit, with only empty reads between, and nothing has changed. \
+         Another range will fail the same way: search the file for what you need (Grep), read a \
+         small range (a few hundred lines), or tell the user what blocks you."
+    );
+    Some(
+        Verdict::new(NAME, Action::Deny, Severity::of_count(tries + 1), reason)
+            .loop_warning()
+            .with("call", last.key.short())
+            .with("tool", "Read")
+            .with("answers", tries)
+            .with("allowed_repeats", allowed)
+            .with("reworded", true),
+    )
+}
+
+/// A call the agent CLI rejects before it runs (an Edit whose `old_string` is not in the file)
+/// never reaches PreToolUse, so it cannot be refused; its PostToolBatch is the strongest channel
+/// left. The first try past the repeat rule's budget is warned about there; the next ends the
+/// run (`decision: block`).
+fn rejected_again(v: &View, e: &Entry) -> Option<Verdict> {
+    let cfg = &v.config.detectors.repeat;
+    let c = chain(v.ledger, &e.key, v.world.epoch)?;
+    let allowed = budget(&c, cfg);
+    let over = c.answers.saturating_sub(allowed + 1);
+    if over == 0 {
+        return None;
+    }
+    let what = super::describe(&e.tool, &e.target);
+    let error = if e.preview.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", e.preview)
+    };
+    let (action, next) = if over == 1 {
+        (
+            Action::Warn,
+            "The next identical try ends the turn: read the file again and edit its current text, \
+             or tell the user what blocks you.",
+        )
+    } else {
+        (
+            Action::Halt,
+            "The turn ends here: tell the user what you tried and what blocks you.",
+        )
+    };
+    let reason = format!(
+        "LOOP_DETECTED (loopgate): {what} was rejected {} times with the same error{error}, and \
+         nothing has changed since. {next}",
+        c.answers
+    );
+    Some(
+        Verdict::new(NAME, action, Severity::of_count(c.answers + 2), reason)
+            .loop_warning()
+            .with("call", e.key.short())
+            .with("answers", c.answers)
+            .with("allowed_repeats", allowed)
+            .with("rejected", true),
+    )
+}
+
 /// After a successful answer: when the next identical call back to back would be refused, say so
 /// once, so a poll that asks again at once hears "wait between checks" before it is stopped.
 pub fn on_answer(v: &View, e: &Entry) -> Option<Verdict> {
     let cfg = &v.config.detectors.repeat;
+    if cfg.enabled && e.status == Status::Rejected {
+        return rejected_again(v, e);
+    }
     if !cfg.enabled || e.status != Status::Ok || e.waited {
         return None;
     }
@@ -180,6 +310,8 @@ fn verdict(
             "{what} has failed {n} time{} with {same} ({class} error{error}), and nothing has changed since.",
             plural(n)
         )
+    } else if said(c.last) == Some(SILENCE) {
+        format!("{what} has printed nothing and changed nothing {n} times in a row.")
     } else {
         format!("{what} has returned {same} {n} times in a row, and nothing has changed since.")
     };

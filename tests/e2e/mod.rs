@@ -21,9 +21,11 @@
 //!   registry (run by tests/dist/plugin-route.sh).
 //! - `escalation`: issues 3 and 9, stage-3 escalation ending an unattended run, and an OPEN
 //!   circuit refusing the next prompt.
+//! - `ceiling`: issue 22, a denial storm ends its turn at the ceiling.
 //! - `progress`: issue 9, a same-content write loop and a parallel batch with one failure.
 
 mod agents;
+mod ceiling;
 mod claude_cli;
 mod escalation;
 mod expect;

@@ -1,0 +1,241 @@
+//! The ceiling nothing resets (issue 22). A denial does not bound what a loop costs: the model
+//! answers it with workarounds, each a paid model turn, and an `ask` answered yes or a new prompt
+//! starts the softer rules over. So refused calls are loop evidence themselves:
+//! - past [`TURN_BOUND`] refused calls (denials, asks, loop warnings) in one turn, the turn is
+//!   ended through the strongest channel the CLI has, and every later call of it is refused;
+//! - past [`SESSION_BOUND`] turns so ended, the session's next prompt is refused when nobody is
+//!   attending, and the person is told where the session stands when someone is.
+//!
+//! Only the person's `loopgate reset` lowers the session's count; the bounds are not
+//! configurable, so a project file the agent can write cannot raise them.
+
+use crate::dialect::Caps;
+use crate::payload::Event;
+use crate::state::Ceiling;
+use crate::verdict::{Action, Severity, Verdict};
+
+pub const NAME: &str = "ceiling";
+
+/// Refused calls in one turn that end it.
+pub const TURN_BOUND: u32 = 10;
+/// Turns ended at the bound after which an unattended session's next prompt is refused.
+pub const SESSION_BOUND: u32 = 3;
+
+/// How a CLI ends a turn: at Claude Code's PostToolBatch (`decision: block` stops the run at
+/// once), before a tool where `continue: false` halts (Gemini), else by refusing every call.
+fn end_action(event: Event, caps: Caps) -> Option<Action> {
+    match event {
+        Event::PostToolBatch if caps.batch_event => Some(Action::Halt),
+        Event::PreToolUse if caps.halt && !caps.batch_event => Some(Action::Halt),
+        Event::PreToolUse => Some(Action::Deny),
+        _ => None,
+    }
+}
+
+/// Where a tool event happened.
+#[derive(Clone, Copy)]
+pub struct At<'a> {
+    pub turn: u32,
+    pub event: Event,
+    /// The main agent's event: only its batch ends the run; a subagent's calls are refused.
+    pub main: bool,
+    pub caps: Caps,
+    pub now_ms: u64,
+    pub session: &'a str,
+}
+
+/// Judges one tool event after every other verdict: counts it when `refused` (the deciding
+/// verdict refused or warned about the call), and once the turn is over refuses and ends it.
+pub fn on_tool_event(c: &mut Ceiling, at: &At, refused: Option<&Verdict>) -> Option<Verdict> {
+    let At {
+        turn,
+        event,
+        main,
+        caps,
+        now_ms,
+        session,
+    } = *at;
+    c.follow(turn);
+    if c.ended {
+        let action = end_action(event, caps)?;
+        if event == Event::PostToolBatch && !main {
+            return None;
+        }
+        c.halted |= action == Action::Halt;
+        return Some(
+            Verdict::new(NAME, action, Severity::Critical, over(c, session))
+                .loop_warning()
+                .with("refusals_in_turn", c.refusals),
+        );
+    }
+    let latest = refused?;
+    c.refusals += 1;
+    if c.refusals < TURN_BOUND {
+        return None;
+    }
+    c.ended = true;
+    c.ended_turns += 1;
+    c.last_ended_ms = now_ms;
+    let action = match end_action(event, caps) {
+        Some(Action::Halt) if event == Event::PostToolBatch && !main => Action::Warn,
+        Some(a) => a,
+        // After a call ran: said now, refused from the next call, ended at the batch.
+        None => Action::Warn,
+    };
+    c.halted |= action == Action::Halt;
+    let latest = latest
+        .reason
+        .trim_start_matches("LOOP_DETECTED (loopgate): ")
+        .trim_start_matches("loopgate: ");
+    let reason = format!(
+        "loopgate: {} calls were refused or warned about in this turn, so the turn ends here: \
+         refusals did not stop the loop. Stop calling tools; tell the user what you tried and \
+         what blocks you. This session has ended {} of {} turns this way{}. Latest: {latest}",
+        c.refusals,
+        c.ended_turns,
+        SESSION_BOUND,
+        session_consequence(c, session),
+    );
+    Some(
+        Verdict::new(
+            NAME,
+            action,
+            Severity::Critical,
+            crate::redact::mask(&reason),
+        )
+        .loop_warning()
+        .with("refusals_in_turn", c.refusals)
+        .with("ended_turns", c.ended_turns),
+    )
+}
+
+fn session_consequence(c: &Ceiling, session: &str) -> String {
+    if c.ended_turns >= SESSION_BOUND {
+        format!(
+            "; an unattended run's next prompt will be refused until the user runs \
+             `loopgate reset --session {session}`"
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// Every call after the turn's end, and its batch: short, the reason having been given.
+fn over(c: &Ceiling, session: &str) -> String {
+    format!(
+        "loopgate: this turn is over: {} calls were refused or warned about in it. Stop calling \
+         tools; tell the user what you tried and what blocks you{}.",
+        c.refusals,
+        session_consequence(c, session)
+    )
+}
+
+/// At a new prompt: past the session bound, an unattended prompt is refused (`Deny`, nothing is
+/// sent to the model) and an attended one goes ahead with the person told (`Warn`).
+pub fn on_prompt(c: &Ceiling, attended: Option<bool>, session: &str) -> Option<Verdict> {
+    if c.ended_turns < SESSION_BOUND {
+        return None;
+    }
+    let unattended = attended == Some(false);
+    let reason = if unattended {
+        format!(
+            "loopgate: {} turns of this session ended at the loop ceiling ({TURN_BOUND} refused \
+             calls each), so this prompt was not sent to the model: another turn would loop \
+             again at a cost. The way out: the user runs `loopgate reset --session {session}` \
+             after looking at what blocks the work (`loopgate status --session {session}`).",
+            c.ended_turns
+        )
+    } else {
+        format!(
+            "loopgate: {} turns of this session already ended at the loop ceiling ({TURN_BOUND} \
+             refused calls each); this prompt goes ahead because you typed it. \
+             `loopgate status --session {session}` shows what was refused; \
+             `loopgate reset --session {session}` clears the count.",
+            c.ended_turns
+        )
+    };
+    Some(Verdict::on_prompt(NAME, unattended, reason).with("ended_turns", c.ended_turns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::Agent;
+
+    fn at(turn: u32, event: Event, agent: Agent) -> At<'static> {
+        At {
+            turn,
+            event,
+            main: true,
+            caps: agent.caps(),
+            now_ms: 0,
+            session: "s",
+        }
+    }
+
+    fn refused() -> Verdict {
+        Verdict::new(
+            "repeat",
+            Action::Deny,
+            Severity::Low,
+            "loopgate: same.".into(),
+        )
+    }
+
+    #[test]
+    fn the_turn_ends_at_the_bound_and_only_a_new_turn_counts_again() {
+        let claude = Agent::Claude;
+        let mut c = Ceiling::default();
+        let r = refused();
+        for _ in 1..TURN_BOUND {
+            let v = on_tool_event(&mut c, &at(1, Event::PreToolUse, claude), Some(&r));
+            assert!(v.is_none());
+        }
+        let v = on_tool_event(&mut c, &at(1, Event::PreToolUse, claude), Some(&r)).unwrap();
+        assert_eq!(v.action, Action::Deny);
+        // A call that would have been allowed is refused now, and the batch ends the run once.
+        let v = on_tool_event(&mut c, &at(1, Event::PreToolUse, claude), None).unwrap();
+        assert_eq!(v.action, Action::Deny);
+        let b = on_tool_event(&mut c, &at(1, Event::PostToolBatch, claude), None);
+        assert_eq!(b.unwrap().action, Action::Halt);
+        assert_eq!(c.ended_turns, 1);
+        assert!(on_tool_event(&mut c, &at(2, Event::PreToolUse, claude), None).is_none());
+        assert_eq!(c.refusals, 0);
+        assert_eq!(
+            c.ended_turns, 1,
+            "a new turn never lowers the session's count"
+        );
+    }
+
+    #[test]
+    fn gemini_halts_before_the_tool_and_codex_refuses_every_call() {
+        let r = refused();
+        for (agent, want) in [(Agent::Gemini, Action::Halt), (Agent::Codex, Action::Deny)] {
+            let mut c = Ceiling {
+                refusals: TURN_BOUND - 1,
+                ..Ceiling::default()
+            };
+            let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, agent), Some(&r));
+            assert_eq!(v.unwrap().action, want, "{agent:?}");
+        }
+    }
+
+    #[test]
+    fn past_the_session_bound_unattended_prompts_are_refused_attended_ones_told() {
+        let c = Ceiling {
+            ended_turns: SESSION_BOUND,
+            ..Ceiling::default()
+        };
+        assert_eq!(
+            on_prompt(&c, Some(false), "s").unwrap().action,
+            Action::Deny
+        );
+        assert_eq!(on_prompt(&c, Some(true), "s").unwrap().action, Action::Warn);
+        assert_eq!(on_prompt(&c, None, "s").unwrap().action, Action::Warn);
+        let below = Ceiling {
+            ended_turns: SESSION_BOUND - 1,
+            ..Ceiling::default()
+        };
+        assert!(on_prompt(&below, Some(false), "s").is_none());
+    }
+}

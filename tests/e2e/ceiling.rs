@@ -1,0 +1,68 @@
+//! Issue 22: a denial storm ends its turn. The model retries one failing call after every
+//! denial (one call, so the ladder's stage 3, which needs two, never comes); at the 10th refused
+//! call loopgate's ceiling refuses it and the turn's PostToolBatch ends the run.
+
+use super::expect::*;
+use super::fake_api::{bash, Script, Turn};
+use super::harness::Scenario;
+
+const FAILING: &str = "cat config/settings.yml";
+const CEILING: &str =
+    "loopgate: 10 calls were refused or warned about in this turn, so the turn ends here";
+
+#[test]
+fn e2e_a_denial_storm_ends_the_turn_at_the_ceiling() {
+    let Some(s) = Scenario::new("ceiling-denial-storm") else {
+        return;
+    };
+    // The debug binary of this build, registered as install.sh would register the release one.
+    let bin = env!("CARGO_BIN_EXE_loopgate");
+    s.register_hooks(|_, sub| format!("'{bin}' {sub}"));
+    let prompt = "Read the settings file.";
+    let mut turns = vec![Turn::call(bash(FAILING)); 16];
+    turns.push(Turn::text("I could not read the config."));
+    let run = s.run(
+        prompt,
+        Script::default().conversation("main", prompt, turns),
+    );
+    assert_clean_exit(&run);
+
+    // Calls 1–2 ran; 3–11 were denied by the repeat rule; the 12th, the 10th refusal, by the
+    // ceiling, and nothing was asked of the model after it.
+    for t in 2..11 {
+        let reason = assert_denied(&run, &run.tool_result(&format!("toolu_e2e_{t}_0")), "Bash");
+        assert!(
+            reason.starts_with("LOOP_DETECTED"),
+            "call {}: {reason}",
+            t + 1
+        );
+    }
+    let last = assert_denied(&run, &run.tool_result("toolu_e2e_11_0"), "Bash");
+    assert!(last.starts_with(CEILING), "{last}");
+    assert!(
+        run.requests.iter().all(|r| r.turn <= 11),
+        "no request after the 12th call\n{}",
+        run.summary()
+    );
+    assert_eq!(
+        run.terminal_reason(),
+        Some("hook_stopped"),
+        "{}",
+        run.summary()
+    );
+
+    let steps: Vec<(String, String)> = run
+        .events_where(|e| e["detector"] == "ceiling")
+        .iter()
+        .map(|e| (e["event"].to_string(), e["decision"].to_string()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("\"PreToolUse\"".to_string(), "\"deny\"".to_string()),
+            ("\"PostToolBatch\"".to_string(), "\"block\"".to_string())
+        ],
+        "{}",
+        run.summary()
+    );
+}
