@@ -202,7 +202,7 @@ const PATH_FRAGMENTS: &[&str] = &[
 const WRITE_MARKERS: &[&str] = &[
     "'w'", "\"w\"", "'a'", "\"a\"", "'w+'", "\"w+\"", "'wb'", "\"wb\"", "write", "unlink",
     "remove", "rename", "rmtree", "rmdir", "chmod", "chown", "symlink", "replace", "truncate",
-    "dump", "copy", "move", "print >", "open(>", "open(my", "system", "exec", "spawn", "rm ", ">",
+    "dump(", "copy", "move", "print >", "open(>", "open(my", "system", "exec", "spawn", "rm ", ">",
 ];
 
 /// Files that set the environment of the next session: `LOOPGATE_*` written there would reach
@@ -624,7 +624,7 @@ impl<'e> Bash<'e> {
         {
             return self.interpreter(&prog, &args, cmd.stdin.as_deref());
         }
-        self.file_ops(&prog, &args, &text)
+        self.file_ops(&prog, &args, &text, depth)
     }
 
     fn is_exe(&self, word: &str) -> bool {
@@ -642,21 +642,50 @@ impl<'e> Bash<'e> {
         self.env.exe().is_some_and(same)
     }
 
-    /// Inline programs: one that mentions a protected path and writes anything is denied; so is
-    /// a script (or `perl -i`) handed a protected path, since it may write it.
+    /// Interpreters. An inline program that mentions a protected path and writes anything is
+    /// denied; the files handed to an inline program are its input unless it edits in place
+    /// (`perl -i`, `gawk -i inplace`) or writes; a script file (or a module we do not know)
+    /// handed a protected path may write it, so that is denied too.
     fn interpreter(&mut self, prog: &str, args: &[String], stdin: Option<&str>) -> Option<String> {
         let family = prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        let awk = family.ends_with("awk");
         let mut code = String::new();
         let mut files: Vec<&String> = Vec::new();
         let mut expect_code = false;
-        for a in args {
+        let mut in_place = false;
+        let mut module: Option<&str> = None;
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
             if expect_code {
                 code.push_str(a);
                 code.push('\n');
                 expect_code = false;
                 continue;
             }
+            if module.is_some() {
+                files.push(a);
+                continue;
+            }
             let short = a.starts_with('-') && !a.starts_with("--");
+            if short
+                && matches!(family, "perl" | "ruby")
+                && !a.starts_with("-M")
+                && !a.starts_with("-I")
+            {
+                // `-pi`, `-i.bak`, `-pie`: the switches before `e` hold an `i`.
+                in_place |= a[1..]
+                    .split(['e', 'E'])
+                    .next()
+                    .is_some_and(|f| f.contains('i'));
+            }
+            if awk && (a == "-i" || a == "--include") {
+                in_place |= it.next().is_some_and(|x| x == "inplace");
+                continue;
+            }
+            if family == "python" && a == "-m" {
+                module = it.next().map(String::as_str);
+                continue;
+            }
             expect_code = match family {
                 "perl" | "ruby" if short => a.ends_with('e') || a.ends_with('E'),
                 "python" => a == "-c",
@@ -667,10 +696,18 @@ impl<'e> Bash<'e> {
                 "lua" | "tclsh" | "Rscript" | "osascript" | "pwsh" => {
                     matches!(a.as_str(), "-e" | "-c" | "-Command")
                 }
-                _ if family.ends_with("awk") => {
-                    if !a.starts_with('-') && code.is_empty() && a != "inplace" {
+                _ if awk => {
+                    if !a.starts_with('-') && code.is_empty() && !args.iter().any(|x| x == "-f") {
                         code.push_str(a);
                         continue;
+                    }
+                    // `-F:`, `-v x=1`: options, with a value for `-v` and `-F`.
+                    if matches!(a.as_str(), "-v" | "-F" | "-f") {
+                        if let Some(v) = it.next() {
+                            if a == "-f" {
+                                files.push(v);
+                            }
+                        }
                     }
                     false
                 }
@@ -681,7 +718,20 @@ impl<'e> Bash<'e> {
             }
         }
         let how = format!("`{prog}`");
-        for f in &files {
+        let written: Vec<&String> = match module {
+            // `python -m json.tool IN OUT` reads IN and writes OUT.
+            Some("json.tool") => files
+                .iter()
+                .copied()
+                .filter(|f| !f.starts_with('-'))
+                .skip(1)
+                .collect(),
+            Some(_) => files.clone(),
+            None if in_place || code.is_empty() => files.clone(),
+            None if writes_in(family, &code) => files.clone(),
+            None => Vec::new(),
+        };
+        for f in written {
             if let Some(x) = self.touch(f, Op::Write, &how, None) {
                 return Some(x);
             }
@@ -691,9 +741,8 @@ impl<'e> Bash<'e> {
         }
         let code = self.expand(&code);
         let names = PATH_FRAGMENTS.iter().find(|f| code.contains(**f));
-        let writes = WRITE_MARKERS.iter().any(|m| code.contains(m));
         match names {
-            Some(frag) if writes => {
+            Some(frag) if writes_in(family, &code) => {
                 Some(format!("the inline {prog} program writes and names {frag}"))
             }
             _ => None,
@@ -701,7 +750,13 @@ impl<'e> Bash<'e> {
     }
 
     /// Programs that write, move, delete, link or re-permission their arguments.
-    fn file_ops(&mut self, prog: &str, args: &[String], text: &str) -> Option<String> {
+    fn file_ops(
+        &mut self,
+        prog: &str,
+        args: &[String],
+        text: &str,
+        depth: usize,
+    ) -> Option<String> {
         let operands: Vec<&String> = operands(args);
         let how = format!("`{prog}`");
         let each = |this: &Self, list: &[&String], op: Op| {
@@ -807,7 +862,7 @@ impl<'e> Bash<'e> {
                 }
                 None
             }
-            "find" => self.find(args, &how),
+            "find" => self.find(args, &how, depth),
             "git" => self.git(args, &how, text),
             p if READERS.contains(&p) => None,
             _ => {
@@ -844,25 +899,22 @@ impl<'e> Bash<'e> {
         None
     }
 
-    fn find(&self, args: &[String], how: &str) -> Option<String> {
+    /// `find`: `-delete` and the `-fprint` family change what they reach; a command run by
+    /// `-exec` is judged as if handed each protected path the search can reach, so
+    /// `-exec grep -l TODO {} +` reads and `-exec rm {} +` deletes.
+    fn find(&mut self, args: &[String], how: &str, depth: usize) -> Option<String> {
         let roots: Vec<&String> = args
             .iter()
             .take_while(|a| !a.starts_with('-') && !matches!(a.as_str(), "(" | "!" | ")"))
             .collect();
-        let destructive = args.iter().any(|a| {
+        let deletes = args.iter().any(|a| {
             matches!(
                 a.as_str(),
-                "-delete"
-                    | "-exec"
-                    | "-execdir"
-                    | "-ok"
-                    | "-okdir"
-                    | "-fprint"
-                    | "-fprintf"
-                    | "-fls"
+                "-delete" | "-fprint" | "-fprint0" | "-fprintf" | "-fls"
             )
         });
-        if !destructive {
+        let runs = find_commands(args);
+        if !deletes && runs.is_empty() {
             return None;
         }
         let names: Vec<&String> = args
@@ -899,12 +951,29 @@ impl<'e> Bash<'e> {
                                     || name.contains(n.as_str())
                             })
                     });
-                if matches {
-                    return Some(format!(
-                        "{how} would delete {} ({})",
-                        kind.describe(),
-                        p.display()
-                    ));
+                if !matches {
+                    continue;
+                }
+                let deletion =
+                    || format!("{how} would delete {} ({})", kind.describe(), p.display());
+                if deletes {
+                    return Some(deletion());
+                }
+                let found = p.to_string_lossy().into_owned();
+                for run in &runs {
+                    // A shell or interpreter handed `{}` does what its program says, which
+                    // is not in the words: it may write what it is handed.
+                    let prog = run.first().map(|w| base_name(w)).unwrap_or("");
+                    if SHELLS.contains(&prog) || INTERPRETERS.contains(&prog) || prog == "eval" {
+                        return Some(deletion());
+                    }
+                    let cmd = shell::Simple {
+                        words: run.iter().map(|w| w.replace("{}", &found)).collect(),
+                        ..Default::default()
+                    };
+                    if let Some(f) = self.simple(&cmd, depth + 1) {
+                        return Some(f);
+                    }
                 }
             }
         }
@@ -950,6 +1019,16 @@ impl<'e> Bash<'e> {
                 | "switch"
                 | "reset"
         ) {
+            return None;
+        }
+        // The index alone: `git restore --staged` and `git rm --cached` leave the files as they are.
+        let flag = |f: &[&str]| args.iter().any(|a| f.contains(&a.as_str()));
+        let index_only = match sub.as_str() {
+            "restore" => flag(&["--staged", "-S"]) && !flag(&["--worktree", "-W"]),
+            "rm" => flag(&["--cached"]),
+            _ => false,
+        };
+        if index_only {
             return None;
         }
         // Only paths that name a protected file: `git checkout -- .` restores what is committed,
@@ -1030,6 +1109,38 @@ fn assignment(word: &str) -> Option<(&str, &str)> {
 
 fn base_name(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
+}
+
+/// The commands `find` runs: the words after each `-exec`, `-execdir`, `-ok` or `-okdir`, up to
+/// its closing `;` or `+`.
+fn find_commands(args: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+            out.push(
+                it.by_ref()
+                    .take_while(|w| !matches!(w.as_str(), ";" | "+"))
+                    .cloned()
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+/// Whether an inline program has a sign of writing, moving or deleting something. awk compares
+/// with `>`, so there only output redirections of `print`, pipes and `system` count.
+fn writes_in(family: &str, code: &str) -> bool {
+    if family.ends_with("awk") {
+        return code.contains("system")
+            || code.contains('|')
+            || code.split([';', '{', '}', '\n']).any(|statement| {
+                let s = statement.trim_start();
+                s.starts_with("print") && s.contains('>')
+            });
+    }
+    WRITE_MARKERS.iter().any(|m| code.contains(m))
 }
 
 /// Arguments that are not options (everything after `--` counts).

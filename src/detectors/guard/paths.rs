@@ -64,6 +64,8 @@ pub struct Env {
     lazy: std::cell::OnceCell<ProcessPaths>,
     /// The protected paths with symlinks resolved, computed once per call on first use.
     resolved: std::cell::OnceCell<Vec<(PathBuf, Kind)>>,
+    /// The `loopgate` programs on `PATH`, symlinks resolved, looked up on first use.
+    on_path: std::cell::OnceCell<Vec<PathBuf>>,
 }
 
 impl Env {
@@ -284,6 +286,11 @@ impl Env {
                 return Some((k, f.clone()));
             }
         }
+        if binary_name(path) {
+            if let Some(b) = self.installed_binary(&forms) {
+                return Some((Kind::Binary, b));
+            }
+        }
         let resolved = self.resolved.get_or_init(|| {
             self.protected()
                 .iter()
@@ -300,6 +307,25 @@ impl Env {
             }
         }
         None
+    }
+
+    /// The binary on `PATH` (what running `loopgate` starts) that one of `forms` is, if any.
+    /// Looked up only for a path named like the binary, so most calls never walk `PATH`.
+    fn installed_binary(&self, forms: &[PathBuf]) -> Option<PathBuf> {
+        let on_path = self.on_path.get_or_init(|| {
+            let Some(dirs) = self.var("PATH") else {
+                return Vec::new();
+            };
+            std::env::split_paths(&dirs)
+                .flat_map(|d| [d.join("loopgate"), d.join("loopgate-hook")])
+                .filter(|b| b.is_file())
+                .map(|b| resolve(&b))
+                .collect()
+        });
+        forms
+            .iter()
+            .find(|f| on_path.iter().any(|b| b == *f || resolve(f) == *b))
+            .cloned()
     }
 
     /// Every protected path at or under `dir` (for `find`, whose name filters pick among them).
@@ -334,11 +360,11 @@ impl Env {
                 return Some((*kind, p.clone()));
             }
         }
-        // A loopgate.toml or settings file anywhere.
+        // A loopgate.toml or settings file anywhere; `*` does not match `.claude`, as in bash.
         let name = pattern.file_name()?.to_string_lossy().into_owned();
         let names = ["loopgate.toml", "settings.json", "settings.local.json"];
         let parent_is_claude = pattern.parent().and_then(Path::file_name).is_some_and(|n| {
-            glob::Pattern::new(&n.to_string_lossy()).is_ok_and(|g| g.matches(".claude"))
+            glob::Pattern::new(&n.to_string_lossy()).is_ok_and(|g| g.matches_with(".claude", opts))
         });
         names
             .iter()
@@ -349,8 +375,8 @@ impl Env {
     }
 }
 
-/// Paths protected wherever they are: any `loopgate.toml`, any `.claude/settings*.json`, the
-/// managed-settings files, and a file named `loopgate` or `loopgate-hook`.
+/// Paths protected wherever they are: any `loopgate.toml`, any `.claude/settings*.json` and the
+/// managed-settings files.
 pub(super) fn name_rule(path: &Path) -> Option<Kind> {
     let name = path.file_name()?.to_str()?;
     let parent = path
@@ -369,10 +395,15 @@ pub(super) fn name_rule(path: &Path) -> Option<Kind> {
     {
         return Some(Kind::Settings);
     }
-    if matches!(name, "loopgate" | "loopgate-hook") && !path.is_dir() {
-        return Some(Kind::Binary);
-    }
     None
+}
+
+/// Whether a file name is one loopgate's binary goes by. Such a name is the binary only where
+/// the path is the installed one (see [`Env::hit`]): a crate, a branch, a docker tag or a build
+/// output called `loopgate` is someone's work, not loopgate.
+fn binary_name(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n == "loopgate" || n == "loopgate-hook")
 }
 
 pub use crate::paths::lexical;

@@ -292,8 +292,11 @@ fn scan(line: &str, subs: &mut Vec<String>) -> Vec<Piece> {
                 i += if next == Some('&') { 2 } else { 1 };
             }
             ';' | '&' | '|' | '(' | ')' | '{' | '}' | '\n' => {
-                if matches!(c, '{' | '}') && !(text.is_empty() || text.ends_with([' ', '\t'])) {
-                    // `${…}` and `a{b,c}` are words, not groups.
+                let blank = text.trim().is_empty();
+                let opens = c == '{' && blank && next.is_none_or(|n| n.is_whitespace());
+                if matches!(c, '{' | '}') && !(opens || (c == '}' && blank)) {
+                    // Braces are a group only as a command's first word (`{ a; }`): `${…}`,
+                    // `a{b,c}` and find's `{}` are words.
                     text.push(c);
                     i += 1;
                     continue;
