@@ -487,3 +487,48 @@ fn every_call_of_the_transcript_corpus_passes_the_guard() {
         denied.join("\n")
     );
 }
+
+/// Commands built to exhaust the guard are refused with a reason, quickly and in bounded memory
+/// (on the landed guard the doubling took 74 s and 12 GB, 15,000 here-documents 13 s, and the
+/// rest went through); the same shapes doing ordinary work are judged whole and allowed.
+#[test]
+fn bombs_are_refused_with_a_reason_and_big_work_is_judged_whole() {
+    let mut env = Env::new();
+    let heredocs = "cat <<E\nx\nE\n".repeat(15_000);
+    let refused = [
+        (
+            "a=xx;".to_string() + &"a=$a$a$a$a;".repeat(16) + "echo \"$a\" >/dev/null",
+            "too complex",
+        ),
+        (
+            format!("echo {}true{}", "$(".repeat(3000), ")".repeat(3000)),
+            "too complex",
+        ),
+        // Judged whole (or, on a machine too loaded to finish within the time limit, refused
+        // for that): never let through for its size.
+        (format!("{heredocs}loopgate reset --all"), "loopgate"),
+        (
+            format!("echo {}; loopgate reset --all", "a".repeat(300_000)),
+            "more than loopgate judges",
+        ),
+    ];
+    for (n, (command, why)) in refused.iter().enumerate() {
+        let started = std::time::Instant::now();
+        let (hit, reason) = judge(&mut env, 3000 + n, "Bash", &json!({ "command": command }));
+        assert!(
+            hit && reason.contains(why),
+            "{:?}…: {reason}",
+            &command[..20]
+        );
+        assert!(started.elapsed().as_secs() < 10, "{:?}…", &command[..20]);
+    }
+    let lines: String = (0..15_000).map(|i| format!("line {i}\n")).collect();
+    let allowed = [
+        heredocs,
+        format!("cat > notes.md <<'EOF'\n{lines}EOF\necho done"),
+    ];
+    for (n, command) in allowed.iter().enumerate() {
+        let (hit, reason) = judge(&mut env, 3100 + n, "Bash", &json!({ "command": command }));
+        assert!(!hit && reason.is_empty(), "{:?}…: {reason}", &command[..20]);
+    }
+}

@@ -274,7 +274,7 @@ pub fn judge(tool: &str, input: &Value, env: &Env) -> Option<String> {
             }
             Some(finding)
         }
-        "Bash" => Bash::new(env).script(field("command"), 0),
+        "Bash" => Bash::new(env).line(field("command")),
         t if t.starts_with("mcp__") => mcp(t, input, env),
         _ => None,
     }
@@ -430,6 +430,55 @@ struct Bash<'e> {
     cwd: PathBuf,
     /// Whether each command substitution of the line being judged names loopgate.
     subs: Vec<bool>,
+    budget: std::rc::Rc<Budget>,
+}
+
+/// Hard limits on one judgement. A command built to exhaust the guard (`a=$a$a` doubled thirty
+/// times, thousands of here-documents, substitutions nested without end) is refused with a
+/// reason once it passes one: never judged on part of it, never let through, never an abort.
+struct Budget {
+    /// Characters parsed and expanded so far.
+    work: std::cell::Cell<usize>,
+    started: std::time::Instant,
+    /// The first limit passed, if any.
+    over: std::cell::Cell<Option<&'static str>>,
+}
+
+/// Characters parsed and expanded in one judgement (an ordinary command uses a few hundred).
+const MAX_WORK: usize = 16 << 20;
+/// One word or variable after expansion.
+const MAX_WORD: usize = 64 << 10;
+/// Shells in shells, substitutions in substitutions.
+const MAX_DEPTH: usize = 8;
+/// Wall-clock time for one judgement.
+const MAX_TIME: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Budget {
+    fn charge(&self, chars: usize) {
+        let work = self.work.get().saturating_add(chars);
+        self.work.set(work);
+        if work > MAX_WORK {
+            self.exceed("more than 16 MiB of text to parse and expand");
+        } else if (work - chars) >> 12 != work >> 12 && self.started.elapsed() > MAX_TIME {
+            // The clock is read once per 4 KiB of work.
+            self.exceed("more than a second of judging");
+        }
+    }
+
+    fn exceed(&self, why: &'static str) {
+        if self.over.get().is_none() {
+            self.over.set(Some(why));
+        }
+    }
+
+    fn finding(&self) -> Option<String> {
+        self.over.get().map(|why| {
+            format!(
+                "the command is too complex for loopgate to judge ({why}); it may not run \
+                 unjudged: split it into simpler commands"
+            )
+        })
+    }
 }
 
 impl<'e> Bash<'e> {
@@ -439,12 +488,35 @@ impl<'e> Bash<'e> {
             vars: HashMap::new(),
             cwd: env.cwd.clone(),
             subs: Vec::new(),
+            budget: std::rc::Rc::new(Budget {
+                work: std::cell::Cell::new(0),
+                started: std::time::Instant::now(),
+                over: std::cell::Cell::new(None),
+            }),
         }
     }
 
+    /// The whole command line judged: a clipped one (the hook input keeps the first 4 KiB of a
+    /// string past 256 KiB) cannot be, so it is refused.
+    fn line(&mut self, line: &str) -> Option<String> {
+        if let Some(size) = clipped_size(line) {
+            return Some(format!(
+                "the command is {size} bytes, more than loopgate judges (256 KiB); it may not run \
+                 unjudged: write it to a file with the Write tool and run that"
+            ));
+        }
+        self.script(line, 0)
+    }
+
     fn script(&mut self, line: &str, depth: usize) -> Option<String> {
-        if depth > 4 {
-            return None;
+        if depth > MAX_DEPTH {
+            self.budget
+                .exceed("shells or substitutions nested more than 8 deep");
+            return self.budget.finding();
+        }
+        self.budget.charge(line.len());
+        if let Some(f) = self.budget.finding() {
+            return Some(f);
         }
         let parsed = shell::parse(line);
         let mut subs = Vec::new();
@@ -455,16 +527,29 @@ impl<'e> Bash<'e> {
             subs.push(body.contains("loopgate"));
         }
         let outer = std::mem::replace(&mut self.subs, subs);
-        let found = parsed
-            .commands
-            .iter()
-            .find_map(|cmd| self.simple(cmd, depth));
+        let found = parsed.commands.iter().find_map(|cmd| {
+            self.budget.charge(cmd.words.len());
+            self.simple(cmd, depth).or_else(|| self.budget.finding())
+        });
         self.subs = outer;
         found
     }
 
     fn expand(&self, word: &str) -> String {
-        self.env.expand(word, &self.vars)
+        if self.budget.over.get().is_some() {
+            return String::new();
+        }
+        if word.len() > MAX_WORD {
+            self.budget.exceed("a word of more than 64 KiB");
+            return String::new();
+        }
+        let out = self.env.expand(word, &self.vars);
+        self.budget.charge(out.len());
+        if out.len() > MAX_WORD {
+            self.budget.exceed("a word expands to more than 64 KiB");
+            return String::new();
+        }
+        out
     }
 
     fn path(&self, word: &str) -> PathBuf {
@@ -1001,6 +1086,7 @@ impl<'e> Bash<'e> {
                 vars: self.vars.clone(),
                 cwd: self.path(d),
                 subs: self.subs.clone(),
+                budget: self.budget.clone(),
             };
             return inner.git(&args[at..], how, text);
         }
@@ -1141,6 +1227,16 @@ fn writes_in(family: &str, code: &str) -> bool {
             });
     }
     WRITE_MARKERS.iter().any(|m| code.contains(m))
+}
+
+/// The size of a string the hook input clipped (`…[loopgate: N bytes, sha256 …]` at its end).
+fn clipped_size(text: &str) -> Option<u64> {
+    let rest = text.strip_suffix(']')?;
+    let at = rest.rfind("…[loopgate: ")?;
+    let (n, tail) = rest[at + "…[loopgate: ".len()..].split_once(" bytes, sha256 ")?;
+    (tail.len() == 32 && tail.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| n.parse().ok())
+        .flatten()
 }
 
 /// Arguments that are not options (everything after `--` counts).

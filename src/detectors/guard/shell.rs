@@ -151,6 +151,7 @@ fn scan(line: &str, subs: &mut Vec<String>) -> Vec<Piece> {
     let mut quote = Quote::None;
     let mut heredocs: Vec<(String, bool, usize)> = Vec::new();
     let mut heredoc_count = 0;
+    let mut bodies: Vec<String> = Vec::new();
     let mut i = 0;
     let push_text = |text: &mut String, pieces: &mut Vec<Piece>| {
         if !text.is_empty() {
@@ -308,7 +309,7 @@ fn scan(line: &str, subs: &mut Vec<String>) -> Vec<Piece> {
                     i += 1;
                 }
                 if c == '\n' && !heredocs.is_empty() {
-                    i = read_heredocs(&chars, i, &mut heredocs, &mut pieces);
+                    i = read_heredocs(&chars, i, &mut heredocs, &mut bodies);
                 }
             }
             _ => {
@@ -318,7 +319,44 @@ fn scan(line: &str, subs: &mut Vec<String>) -> Vec<Piece> {
         }
     }
     push_text(&mut text, &mut pieces);
+    if heredoc_count > 0 {
+        fill_heredocs(&mut pieces, &bodies);
+    }
     pieces
+}
+
+/// Puts each here-document's body (quoted as one word) in place of its marker, in one pass over
+/// the pieces: thousands of here-documents cost linear time.
+fn fill_heredocs(pieces: &mut [Piece], bodies: &[String]) {
+    const OPEN: &str = "__lg_heredoc_";
+    for p in pieces.iter_mut() {
+        let Piece::Text(t) = p else { continue };
+        if !t.contains(OPEN) {
+            continue;
+        }
+        let mut out = String::with_capacity(t.len());
+        let mut rest = t.as_str();
+        while let Some(at) = rest.find(OPEN) {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + OPEN.len()..];
+            let n = after
+                .find("__")
+                .and_then(|e| Some((after[..e].parse::<usize>().ok()?, e)));
+            match n {
+                Some((n, e)) => {
+                    let body = bodies.get(n).map(String::as_str).unwrap_or("");
+                    out.push_str(&shlex::try_quote(body).unwrap_or_default());
+                    rest = &after[e + 2..];
+                }
+                None => {
+                    out.push_str(OPEN);
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        *t = out;
+    }
 }
 
 /// Marker word standing for here-document `n`, replaced by its body once the body is read.
@@ -327,12 +365,12 @@ fn heredoc_marker(n: usize) -> String {
 }
 
 /// Reads the bodies of pending here-documents from `i` (the start of the line after their
-/// operator) and puts each body in place of its marker. Returns where the command line goes on.
+/// operator) into `bodies`, by here-document number. Returns where the command line goes on.
 fn read_heredocs(
     chars: &[char],
     mut i: usize,
     heredocs: &mut Vec<(String, bool, usize)>,
-    pieces: &mut [Piece],
+    bodies: &mut Vec<String>,
 ) -> usize {
     for (delim, strip, n) in heredocs.drain(..) {
         let mut body = String::new();
@@ -354,17 +392,10 @@ fn read_heredocs(
             body.push_str(&line);
             body.push('\n');
         }
-        let marker = heredoc_marker(n);
-        let quoted = shlex::try_quote(&body)
-            .map(|q| q.into_owned())
-            .unwrap_or_default();
-        for p in pieces.iter_mut() {
-            if let Piece::Text(t) = p {
-                if t.contains(&marker) {
-                    *t = t.replace(&marker, &quoted);
-                }
-            }
+        if bodies.len() <= n {
+            bodies.resize(n + 1, String::new());
         }
+        bodies[n] = body;
     }
     i
 }
