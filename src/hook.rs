@@ -34,7 +34,11 @@ pub fn run(cli: &Cli, expected: Event) -> Exit {
         crate::exit::fail_open_with(agent.fail_open_code());
     }
     // Streamed and compacted: a tool result of tens of megabytes is hashed, never held.
-    let read = crate::payload::compact::read_compact(std::io::stdin().lock(), MAX_INPUT);
+    let read = {
+        use crate::payload::compact::{read_compact_with, stdin_ready, STDIN_DEADLINE};
+        let deadline = std::time::Instant::now() + STDIN_DEADLINE;
+        read_compact_with(std::io::stdin().lock(), MAX_INPUT, || stdin_ready(deadline))
+    };
     if crate::config_sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
         return Exit::Ok;
     }

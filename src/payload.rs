@@ -306,21 +306,36 @@ pub mod compact {
         string: Option<Str>,
         skip: Option<Skip>,
         tokens: u64,
+        /// One complete top-level value has been read; what follows is not looked at.
+        pub done: bool,
     }
 
     /// Streams `r` (at most `cap` bytes) into compact JSON.
-    pub fn read_compact(mut r: impl Read, cap: u64) -> Result<Vec<u8>> {
+    pub fn read_compact(r: impl Read, cap: u64) -> Result<Vec<u8>> {
+        read_compact_with(r, cap, || Ok(()))
+    }
+
+    /// Streams `r` (at most `cap` bytes) into compact JSON, stopping as soon as one complete JSON
+    /// value has arrived: a CLI that leaves stdin open after writing the payload does not keep
+    /// the hook waiting for an end of input. `ready` is asked before each read and fails when
+    /// the input is too slow in coming (see [`stdin_ready`]).
+    pub fn read_compact_with(
+        mut r: impl Read,
+        cap: u64,
+        mut ready: impl FnMut() -> Result<()>,
+    ) -> Result<Vec<u8>> {
         const CHUNK: usize = 16 << 10;
         let mut c = Compactor::default();
-        // Filled by `read_to_end`, which reads into the spare capacity without zeroing it first:
-        // a typical payload touches one page of this buffer, not four.
-        let mut buf = Vec::with_capacity(CHUNK);
+        // At least stdin's own buffer (8 KiB), so its lock hands every read straight to the
+        // descriptor: bytes held back in that buffer would be invisible to `ready`'s poll.
+        let mut buf = vec![0u8; CHUNK];
         let mut total = 0u64;
-        loop {
-            buf.clear();
-            let n = match r.by_ref().take(CHUNK as u64).read_to_end(&mut buf) {
+        while !c.done {
+            ready()?;
+            let n = match r.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     return Err(anyhow::Error::new(e).context("cannot read hook input from stdin"))
                 }
@@ -329,15 +344,49 @@ pub mod compact {
             if total > cap {
                 bail!("hook input is larger than {} MiB; not judged", cap >> 20);
             }
-            c.feed(&buf)?;
+            c.feed(&buf[..n])?;
         }
         c.finish();
         Ok(c.out)
     }
 
+    /// How long a hook waits for its input to be complete: Claude Code writes a payload at
+    /// once, so only a stuck or hostile writer ever meets this.
+    pub const STDIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+    /// Waits until stdin has input (or its end), failing once `deadline` has passed.
+    #[cfg(unix)]
+    pub fn stdin_ready(deadline: std::time::Instant) -> Result<()> {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let stdin = std::io::stdin();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let timeout = Timespec {
+                tv_sec: left.as_secs() as _,
+                tv_nsec: left.subsec_nanos() as _,
+            };
+            let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(0) => bail!(
+                    "hook input was not complete within {} s; not judged",
+                    STDIN_DEADLINE.as_secs()
+                ),
+                Ok(_) => return Ok(()),
+                Err(rustix::io::Errno::INTR) => continue,
+                // Not pollable (a closed descriptor, an odd file): the read itself decides.
+                Err(_) => return Ok(()),
+            }
+        }
+    }
+
+    #[cfg(not(unix))]
+    pub fn stdin_ready(_deadline: std::time::Instant) -> Result<()> {
+        Ok(())
+    }
+
     impl Compactor {
         pub fn feed(&mut self, mut input: &[u8]) -> Result<()> {
-            while !input.is_empty() {
+            while !input.is_empty() && !self.done {
                 let used = if self.skip.is_some() {
                     self.skipping(input)
                 } else if self.string.is_some() {
@@ -392,6 +441,10 @@ pub mod compact {
                     b'}' | b']' => {
                         self.stack.pop();
                         self.out.push(b);
+                        if self.stack.is_empty() {
+                            self.done = true;
+                            return Ok(i + 1);
+                        }
                     }
                     b',' => {
                         let full = self.tokens >= MAX_TOKENS;
