@@ -327,6 +327,19 @@ fn report_counts_events_and_judges_each_session() {
     let none = env.run(&["report", "--session", "other"], b"");
     assert!(none.stdout.contains("0 sessions"), "{}", none.stdout);
     assert_eq!(env.run(&["report", "--since", "soon"], b"").code, 1);
+    // One line that is not UTF-8 in the log: skipped and counted, the rest still reported (it
+    // used to make the whole file unreadable, and the report empty).
+    let log = env.state.join("events.jsonl");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.splice(0..0, b"{\"session\":\"\xff\xfe\"}\n".iter().copied());
+    std::fs::write(&log, bytes).unwrap();
+    let out = env.run(&["report", "--json"], b"");
+    let r: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(r["by_detector"]["repeat"].as_u64().unwrap() >= 1, "{r}");
+    assert_eq!(r["unreadable_lines_skipped"], 1, "{r}");
+    let text = env.run(&["report"], b"");
+    assert!(text.stdout.contains("1 unreadable line"), "{}", text.stdout);
+    assert!(text.stdout.contains("looping on inputs"), "{}", text.stdout);
 }
 
 #[test]

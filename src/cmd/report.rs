@@ -23,7 +23,7 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
         }
         None => None,
     };
-    let events = read_events(store, session, cutoff);
+    let (events, unreadable) = read_events(store, session, cutoff);
     let states: Vec<SessionState> = store
         .sessions()
         .into_iter()
@@ -31,6 +31,9 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
         .filter(|s| session.is_none_or(|id| s.session == crate::payload::clip(id, 128)))
         .collect();
     let mut report = build(&events, &states);
+    if unreadable > 0 {
+        report["unreadable_lines_skipped"] = json!(unreadable);
+    }
     // Logs written by older versions were not masked: mask on the way out too.
     crate::redact::mask_value(&mut report);
     if as_json {
@@ -41,14 +44,26 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
     Ok(())
 }
 
-fn read_events(store: &Store, session: Option<&str>, cutoff: Option<SystemTime>) -> Vec<Value> {
+/// The events of the log's generations, and how many lines could not be read. A line is read
+/// on its own: one that is not JSON (a torn write, a byte that is not UTF-8) is skipped and
+/// counted, never the file it is in.
+fn read_events(
+    store: &Store,
+    session: Option<&str>,
+    cutoff: Option<SystemTime>,
+) -> (Vec<Value>, u64) {
     let mut out = Vec::new();
+    let mut unreadable = 0;
     for path in crate::gc::log_generations(store.dir()) {
-        let Ok(text) = std::fs::read_to_string(path) else {
+        let Ok(bytes) = std::fs::read(path) else {
             continue;
         };
-        for line in text.lines() {
-            let Ok(e) = serde_json::from_str::<Value>(line) else {
+        for line in bytes.split(|&b| b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let Ok(e) = serde_json::from_slice::<Value>(line) else {
+                unreadable += 1;
                 continue;
             };
             if session.is_some_and(|id| e["session"] != crate::payload::clip(id, 128)) {
@@ -63,7 +78,7 @@ fn read_events(store: &Store, session: Option<&str>, cutoff: Option<SystemTime>)
             out.push(e);
         }
     }
-    out
+    (out, unreadable)
 }
 
 fn count_by(events: &[Value], key: &str) -> Map<String, Value> {
@@ -189,6 +204,9 @@ pub fn build(events: &[Value], states: &[SessionState]) -> Value {
 }
 
 fn print(r: &Value) {
+    if let Some(n) = r["unreadable_lines_skipped"].as_u64() {
+        println!("{n} unreadable line(s) of the event log skipped (not JSON, or not UTF-8)");
+    }
     let st = &r["statistics"];
     println!(
         "{} sessions, {} calls, {} failures (success rate {}), {} interventions; {} turns needed one, {} of them still ended with progress",
