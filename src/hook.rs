@@ -279,7 +279,7 @@ fn notice_line(m: &events::Meta, notice: &str) -> serde_json::Value {
     serde_json::json!({
         "ts": crate::clock::rfc3339(m.now_ms),
         "session": clip(&m.payload.session_id, 128),
-        "agent": clip(m.payload.agent(), 64),
+        "agent": m.payload.agent_key(),
         "prompt_id": m.payload.prompt_id,
         "event": m.event.name(),
         "tool": m.payload.tool_name,

@@ -193,6 +193,11 @@ impl Payload {
         }
     }
 
+    /// The agent's key in the state and the log: [`stored_id`] of [`Payload::agent`].
+    pub fn agent_key(&self) -> String {
+        stored_id(self.agent())
+    }
+
     /// A payload of another agent CLI that parsed as Claude Code's.
     pub fn foreign_marks(&self) -> bool {
         self.turn_id.is_some()
@@ -225,6 +230,17 @@ fn bound(s: &mut String) {
         cut -= 1;
     }
     *s = format!("{}…{}", &s[..cut], crate::canon::text_key(s));
+}
+
+/// An id (an agent's, a tool call's) as stored: itself up to 64 characters; a longer one
+/// becomes its first 31 characters and a hash of the whole, so two long ids sharing a prefix
+/// stay apart (clipping made two agents one) and the state keeps a bounded size.
+pub fn stored_id(id: &str) -> String {
+    if id.chars().count() <= 64 {
+        return clip(id, 64);
+    }
+    let head: String = clip(id, 31).chars().take(31).collect();
+    format!("{head}#{}", crate::canon::text_key(id))
 }
 
 /// Shortens untrusted text for messages and logs, on a char boundary.
