@@ -532,3 +532,35 @@ fn bombs_are_refused_with_a_reason_and_big_work_is_judged_whole() {
         assert!(!hit && reason.is_empty(), "{:?}…: {reason}", &command[..20]);
     }
 }
+
+/// Symlinks are followed to what they reach, each directory resolved once per call: a link in
+/// the project to the user's `.claude` (or to its settings file) is the settings, a link to an
+/// ordinary directory is not.
+#[test]
+fn writes_through_symlinks_are_judged_by_where_they_land() {
+    let mut env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::write(home.join(".claude/settings.json"), "{}").unwrap();
+    std::fs::create_dir_all(home.join("scratch")).unwrap();
+    let link = |to: &std::path::Path, name: &str| {
+        std::os::unix::fs::symlink(to, env.project.join(name)).unwrap()
+    };
+    link(&home.join(".claude"), "cfg");
+    link(&home.join(".claude/settings.json"), "s.json");
+    link(&home.join("scratch"), "scratch");
+    for (n, (command, refused)) in [
+        ("echo '{}' > cfg/settings.json", true),
+        ("echo '{}' > s.json", true),
+        ("sed -i s/loopgate/true/ s.json", true),
+        ("rm -rf cfg/", true),
+        ("echo notes > scratch/notes.txt", false),
+        ("cat s.json", false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (hit, reason) = judge(&mut env, 4000 + n, "Bash", &json!({ "command": command }));
+        assert_eq!(hit, refused, "{command}: {reason}");
+    }
+}

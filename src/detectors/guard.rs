@@ -569,7 +569,18 @@ impl<'e> Bash<'e> {
         if word.is_empty() {
             return None;
         }
-        write_finding(self.env, &self.path(word), op, how, content)
+        let path = self.path(word);
+        if op == Op::Remove && word.ends_with('/') {
+            // `rm -rf link/`: the slash makes the command follow a link to the directory.
+            if let Some(f) = self
+                .env
+                .canonical(&path)
+                .and_then(|real| write_finding(self.env, &real, op, how, content))
+            {
+                return Some(f);
+            }
+        }
+        write_finding(self.env, &path, op, how, content)
     }
 
     fn simple(&mut self, cmd: &shell::Simple, depth: usize) -> Option<String> {
@@ -719,9 +730,10 @@ impl<'e> Bash<'e> {
         let p = self.path(word);
         let same = |e: &Path| {
             p == e
-                || std::fs::canonicalize(&p)
-                    .ok()
-                    .zip(std::fs::canonicalize(e).ok())
+                || self
+                    .env
+                    .canonical(&p)
+                    .zip(self.env.canonical(e))
                     .is_some_and(|(a, b)| a == b)
         };
         self.env.exe().is_some_and(same)

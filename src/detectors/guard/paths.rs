@@ -66,6 +66,7 @@ pub struct Env {
     resolved: std::cell::OnceCell<Vec<(PathBuf, Kind)>>,
     /// The `loopgate` programs on `PATH`, symlinks resolved, looked up on first use.
     on_path: std::cell::OnceCell<Vec<PathBuf>>,
+    resolver: Resolver,
 }
 
 impl Env {
@@ -127,6 +128,9 @@ impl Env {
             if let Some(e) = &exe {
                 p.push((e.clone(), Kind::Binary));
             }
+            // The project is usually the working directory too: its paths once.
+            let mut seen = std::collections::HashSet::new();
+            p.retain(|(path, _)| seen.insert(path.clone()));
             (p, exe)
         })
     }
@@ -277,9 +281,9 @@ impl Env {
 
     /// Whether touching `path` this way reaches something protected; returns what.
     pub fn hit(&self, path: &Path, op: Op) -> Option<(Kind, PathBuf)> {
-        let mut forms = vec![path.to_path_buf(), resolve_parent(path)];
+        let mut forms = vec![path.to_path_buf(), self.resolver.resolve_parent(path)];
         if op == Op::Write {
-            forms.push(resolve(path));
+            forms.push(self.resolver.resolve(path));
         }
         for f in &forms {
             if let Some(k) = name_rule(f) {
@@ -294,7 +298,7 @@ impl Env {
         let resolved = self.resolved.get_or_init(|| {
             self.protected()
                 .iter()
-                .map(|(p, k)| (resolve(p), *k))
+                .map(|(p, k)| (self.resolver.resolve(p), *k))
                 .collect()
         });
         for (pf, kind) in self.protected().iter().chain(resolved) {
@@ -309,6 +313,11 @@ impl Env {
         None
     }
 
+    /// `path` (absolute, lexical) with its symlinks resolved, if it exists.
+    pub fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        self.resolver.existing(path, 0)
+    }
+
     /// The binary on `PATH` (what running `loopgate` starts) that one of `forms` is, if any.
     /// Looked up only for a path named like the binary, so most calls never walk `PATH`.
     fn installed_binary(&self, forms: &[PathBuf]) -> Option<PathBuf> {
@@ -319,24 +328,28 @@ impl Env {
             std::env::split_paths(&dirs)
                 .flat_map(|d| [d.join("loopgate"), d.join("loopgate-hook")])
                 .filter(|b| b.is_file())
-                .map(|b| resolve(&b))
+                .map(|b| self.resolver.resolve(&b))
                 .collect()
         });
         forms
             .iter()
-            .find(|f| on_path.iter().any(|b| b == *f || resolve(f) == *b))
+            .find(|f| {
+                on_path
+                    .iter()
+                    .any(|b| b == *f || self.resolver.resolve(f) == *b)
+            })
             .cloned()
     }
 
     /// Every protected path at or under `dir` (for `find`, whose name filters pick among them).
     pub fn held_by(&self, dir: &Path) -> Vec<(Kind, PathBuf)> {
-        let forms = [dir.to_path_buf(), resolve(dir)];
+        let forms = [dir.to_path_buf(), self.resolver.resolve(dir)];
         self.protected()
             .iter()
             .filter(|(p, _)| {
                 forms
                     .iter()
-                    .any(|f| p.starts_with(f) || resolve(p).starts_with(f))
+                    .any(|f| p.starts_with(f) || self.resolver.resolve(p).starts_with(f))
             })
             .map(|(p, k)| (*k, p.clone()))
             .collect()
@@ -408,37 +421,111 @@ fn binary_name(path: &Path) -> bool {
 
 pub use crate::paths::lexical;
 
-/// The path with every symlink resolved, as far as it exists.
-fn resolve(path: &Path) -> PathBuf {
-    if let Ok(c) = std::fs::canonicalize(path) {
-        return c;
-    }
-    resolve_parent(path)
+/// Symlink resolution for one call, each path prefix looked up once: the protected paths share
+/// most of their directories (home, the project, `.claude`), so resolving all of them costs one
+/// `readlink` per distinct directory instead of one per component of each path (`cargo test`
+/// made ~175 before).
+#[derive(Debug, Clone, Default)]
+struct Resolver {
+    /// Lexical prefix → its canonical form, `None` when it does not exist. A few dozen entries,
+    /// searched by length and bytes: cheaper than hashing every prefix of every path.
+    known: std::cell::RefCell<Vec<(PathBuf, Option<PathBuf>)>>,
 }
 
-/// The path with its directories' symlinks resolved, the last component as written.
-fn resolve_parent(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    // The longest existing prefix of the parent, canonicalised, plus the rest as written.
-    if let Some(name) = existing.file_name().map(|n| n.to_os_string()) {
-        rest.push(name);
-        existing.pop();
-    }
-    loop {
-        if let Ok(c) = std::fs::canonicalize(&existing) {
-            let mut out = c;
-            for r in rest.iter().rev() {
-                out.push(r);
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    let (a, b) = (
+        a.as_os_str().as_encoded_bytes(),
+        b.as_os_str().as_encoded_bytes(),
+    );
+    a.len() == b.len() && a == b
+}
+
+/// Symlinks followed in one resolution, as the kernel's limit.
+const MAX_HOPS: u32 = 40;
+/// Longer paths are left to the OS (which refuses them) and not remembered.
+const MAX_CACHED_PATH: usize = 4096;
+
+impl Resolver {
+    /// Walks an absolute, lexical `path` from the root: the canonical form of its longest
+    /// existing prefix, and the components after that prefix (empty when all of it exists).
+    fn walk<'p>(&self, path: &'p Path, hops: u32) -> (PathBuf, Vec<&'p std::ffi::OsStr>) {
+        use std::path::Component;
+        let mut lex = PathBuf::new();
+        let mut canon = PathBuf::new();
+        let mut parts = path.components();
+        while let Some(c) = parts.next() {
+            lex.push(c);
+            let cached = self
+                .known
+                .borrow()
+                .iter()
+                .find(|(k, _)| same_bytes(k, &lex))
+                .map(|(_, v)| v.clone());
+            let next = match cached {
+                Some(v) => v,
+                None => {
+                    let v = match c {
+                        Component::Normal(name) => {
+                            let here = canon.join(name);
+                            match std::fs::read_link(&here) {
+                                Ok(target) if hops < MAX_HOPS => {
+                                    self.existing(&lexical(&canon.join(target)), hops + 1)
+                                }
+                                Ok(_) => None,
+                                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                                    Some(here)
+                                }
+                                Err(_) => None,
+                            }
+                        }
+                        Component::ParentDir => {
+                            Some(canon.parent().map_or(canon.clone(), Path::to_path_buf))
+                        }
+                        Component::CurDir => Some(canon.clone()),
+                        Component::RootDir | Component::Prefix(_) => Some(lex.clone()),
+                    };
+                    self.known.borrow_mut().push((lex.clone(), v.clone()));
+                    v
+                }
+            };
+            match next {
+                Some(n) => canon = n,
+                None => {
+                    let rest = std::iter::once(c)
+                        .chain(parts)
+                        .map(|c| c.as_os_str())
+                        .collect();
+                    return (canon, rest);
+                }
             }
-            return out;
         }
-        match existing.file_name().map(|n| n.to_os_string()) {
-            Some(n) => {
-                rest.push(n);
-                existing.pop();
-            }
-            None => return path.to_path_buf(),
+        (canon, Vec::new())
+    }
+
+    /// The canonical form of an absolute, lexical `path`, or `None` when it does not exist.
+    fn existing(&self, path: &Path, hops: u32) -> Option<PathBuf> {
+        if path.as_os_str().len() > MAX_CACHED_PATH {
+            return std::fs::canonicalize(path).ok();
+        }
+        let (canon, rest) = self.walk(path, hops);
+        rest.is_empty().then_some(canon)
+    }
+
+    /// The path with every symlink resolved, as far as it exists; the rest as written.
+    fn resolve(&self, path: &Path) -> PathBuf {
+        if path.as_os_str().len() > MAX_CACHED_PATH {
+            return path.to_path_buf();
+        }
+        let (mut out, rest) = self.walk(path, 0);
+        out.extend(rest);
+        out
+    }
+
+    /// The path with its directories' symlinks resolved, the last component as written.
+    fn resolve_parent(&self, path: &Path) -> PathBuf {
+        match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) => self.resolve(parent).join(name),
+            _ => path.to_path_buf(),
         }
     }
 }
