@@ -51,8 +51,8 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
     state.updated_ms = state.updated_ms.max(ctx.now_ms);
     let mut subject = None;
     let mut verdicts = match event {
-        // Handled before the engine (`hook::session_start`): nothing to judge.
-        Event::SessionStart => Vec::new(),
+        // Handled before the engine (`hook::session_start`, `hook::config_change`).
+        Event::SessionStart | Event::ConfigChange => Vec::new(),
         Event::UserPromptSubmit => user_prompt(state, p, ctx),
         Event::PreToolUse => {
             follow_turn(state, p, ctx, true);

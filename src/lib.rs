@@ -35,6 +35,7 @@ pub mod state;
 pub mod store;
 pub mod tighten;
 pub mod verdict;
+pub mod wiring;
 
 use clap::Parser;
 use cli::{Cli, Command};
@@ -176,6 +177,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             restore: restore.as_ref().map(|r| r.as_deref()),
             json: *json,
             managed: managed.then(|| managed_dir.clone().unwrap_or_else(setup::managed_dir)),
+            state_dir: hook::state_dir(cli).ok(),
         })?,
         Command::Report {
             state,
@@ -310,6 +312,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
             "stop" => command = Some(C::Stop),
             "subagent-stop" => command = Some(C::SubagentStop),
             "user-prompt-submit" => command = Some(C::UserPromptSubmit),
+            "config-change" => command = Some(C::ConfigChange),
             _ => return None,
         }
     }

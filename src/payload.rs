@@ -18,6 +18,8 @@ pub enum Event {
     Stop,
     SubagentStop,
     UserPromptSubmit,
+    /// Claude Code's settings changed on disk: loopgate's wiring is checked (see `wiring`).
+    ConfigChange,
 }
 
 impl Event {
@@ -31,6 +33,7 @@ impl Event {
             "Stop" => Event::Stop,
             "SubagentStop" => Event::SubagentStop,
             "UserPromptSubmit" => Event::UserPromptSubmit,
+            "ConfigChange" => Event::ConfigChange,
             _ => return None,
         })
     }
@@ -45,6 +48,7 @@ impl Event {
             Event::Stop => "Stop",
             Event::SubagentStop => "SubagentStop",
             Event::UserPromptSubmit => "UserPromptSubmit",
+            Event::ConfigChange => "ConfigChange",
         }
     }
 
@@ -93,6 +97,9 @@ pub struct Payload {
     pub is_interrupt: Option<bool>,
     #[serde(default)]
     pub stop_hook_active: Option<bool>,
+    /// ConfigChange: the settings file that changed.
+    #[serde(default)]
+    pub file_path: Option<String>,
     /// UserPromptSubmit: what the user asked (only its digest is kept).
     #[serde(default)]
     pub prompt: Option<String>,

@@ -26,6 +26,8 @@ pub const NAME: &str = "guard";
 /// forgets loop state, and the hook subcommands fed a forged payload rewrite a session's state.
 const MUTATING: &[&str] = &[
     "setup",
+    "session-start",
+    "config-change",
     "reset",
     "pre-tool-use",
     "post-tool-use",

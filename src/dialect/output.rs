@@ -85,6 +85,7 @@ fn gemini_name(e: Event) -> &'static str {
         Event::UserPromptSubmit => "BeforeAgent",
         Event::PostToolBatch => "AfterTool",
         Event::SessionStart => "SessionStart",
+        Event::ConfigChange => "ConfigChange",
     }
 }
 
