@@ -140,6 +140,24 @@ const DISABLING_BASH: &[&str] = &[
     "git rm .claude/settings.json",
     "cp target/release/loopgate ~/.local/bin/",
     "cd loopgate && cp target/release/loopgate ~/.cargo/bin/loopgate",
+    // command lines run by wrappers, subcommands from variables, interpreters running loopgate,
+    // writers that pass for readers (issue 21)
+    "env -S 'loopgate reset --all'",
+    "env -S\"loopgate setup --uninstall\"",
+    "flock /tmp/l -c 'loopgate reset --all'",
+    "flock -w 5 /tmp/l --command \"rm ~/.claude/settings.json\"",
+    "s=reset; loopgate $s --all",
+    "loopgate gc --all",
+    "git -c alias.x='!loopgate reset --all' x",
+    "python3 -c \"import os; os.system('loopgate reset --all')\"",
+    "python3 -c \"import subprocess; subprocess.run(['loopgate', 'setup', '--uninstall'])\"",
+    "node -e \"require('fs').rmSync(require('os').homedir()+'/.claude/settings.json')\"",
+    "sort -o ~/.claude/settings.json /tmp/x",
+    "sort /tmp/x --output=.claude/settings.json",
+    "uniq /tmp/x .claude/settings.json",
+    "yq -i '.hooks = {}' .claude/settings.json",
+    "sed -n 'w .claude/settings.json' /tmp/x",
+    "sed 's/a/b/w ~/.claude/settings.json' /tmp/x",
 ];
 
 fn disabling_tools() -> Vec<(&'static str, Value)> {
@@ -303,6 +321,18 @@ const DEVELOPER_WORK: &[&str] = &[
     "ls ~/.local/bin/loopgate",
     "file \"$(which loopgate)\"",
     "sha256sum $(which loopgate)",
+    "env -S 'echo hello'",
+    "flock /tmp/l -c 'cargo build'",
+    "sort -o sorted.txt names.txt",
+    "uniq names.txt unique.txt",
+    "yq -i '.version = 2' config.yaml",
+    "yq '.hooks' .claude/settings.json",
+    "sed -n '1,5p' .claude/settings.json",
+    "sed 's/a/b/w changes.log' input.txt",
+    "git -c alias.lg='!git log --oneline' lg",
+    "python3 -c \"import os; os.system('make test')\"",
+    "node -e \"require('fs').rmSync('dist', {recursive: true})\"",
+    "s=status; loopgate $s",
 ];
 
 fn harmless_tools() -> Vec<(&'static str, Value)> {

@@ -26,6 +26,7 @@ pub const NAME: &str = "guard";
 /// forgets loop state, and the hook subcommands fed a forged payload rewrite a session's state.
 const MUTATING: &[&str] = &[
     "setup",
+    "gc",
     "session-start",
     "config-change",
     "reset",
@@ -204,7 +205,8 @@ const PATH_FRAGMENTS: &[&str] = &[
 const WRITE_MARKERS: &[&str] = &[
     "'w'", "\"w\"", "'a'", "\"a\"", "'w+'", "\"w+\"", "'wb'", "\"wb\"", "write", "unlink",
     "remove", "rename", "rmtree", "rmdir", "chmod", "chown", "symlink", "replace", "truncate",
-    "dump(", "copy", "move", "print >", "open(>", "open(my", "system", "exec", "spawn", "rm ", ">",
+    "dump(", "copy", "move", "rmSync", "rm(", "print >", "open(>", "open(my", "system", "exec",
+    "spawn", "rm ", ">",
 ];
 
 /// Files that set the environment of the next session: `LOOPGATE_*` written there would reach
@@ -638,8 +640,21 @@ impl<'e> Bash<'e> {
                             | ("flock", "-w" | "-E")
                             | ("su" | "runuser", "-c" | "-u")
                     );
-                    if prog == "su" && w == "-c" && words.len() > 1 {
+                    // A command line of its own: `su -c`, `env -S`, `flock -c`.
+                    let runs_line = matches!(
+                        (prog.as_str(), w.as_str()),
+                        ("su" | "runuser" | "flock", "-c" | "--command")
+                            | ("env", "-S" | "--split-string")
+                    );
+                    if runs_line && words.len() > 1 {
                         let inner = words[1].clone();
+                        return self.script(&inner, depth + 1);
+                    }
+                    if let Some(inner) = w.strip_prefix("--split-string=").or_else(|| {
+                        w.strip_prefix("-S")
+                            .filter(|s| !s.is_empty() && prog == "env")
+                    }) {
+                        let inner = inner.to_string();
                         return self.script(&inner, depth + 1);
                     }
                     words.remove(0);
@@ -651,8 +666,12 @@ impl<'e> Bash<'e> {
                 {
                     words.remove(0);
                 } else if prog == "flock" {
-                    // The lock file, then the command.
+                    // The lock file, then the command (or `-c` and a command line).
                     words.remove(0);
+                    if matches!(words.first().map(String::as_str), Some("-c" | "--command")) {
+                        let inner = words.get(1).cloned().unwrap_or_default();
+                        return self.script(&inner, depth + 1);
+                    }
                     break;
                 } else {
                     break;
@@ -693,7 +712,12 @@ impl<'e> Bash<'e> {
         let is_loopgate = matches!(prog.trim_end_matches(".exe"), "loopgate" | "loopgate-hook")
             || sub_is_loopgate
             || self.is_exe(&expanded);
-        if let Some(f) = loopgate_cli(&args, is_loopgate, READERS.contains(&prog.as_str())) {
+        let expanded_args: Vec<String> = args.iter().map(|a| self.expand(a)).collect();
+        if let Some(f) = loopgate_cli(
+            &expanded_args,
+            is_loopgate,
+            READERS.contains(&prog.as_str()),
+        ) {
             return Some(f);
         }
         // Shells and eval run a command line of their own.
@@ -839,6 +863,31 @@ impl<'e> Bash<'e> {
             code = stdin.unwrap_or("").to_string();
         }
         let code = self.expand(&code);
+        // `os.system("loopgate reset --all")` and its like: loopgate's own control commands.
+        const SPAWNS: &[&str] = &[
+            "system",
+            "exec",
+            "spawn",
+            "subprocess",
+            "Popen",
+            "run(",
+            "`",
+            "qx",
+            "popen",
+        ];
+        if code.contains("loopgate")
+            && SPAWNS.iter().any(|m| code.contains(m))
+            && MUTATING.iter().any(|m| {
+                code.match_indices(m).any(|(at, _)| {
+                    let before = code[..at].trim_end_matches([' ', '\'', '"', ',']);
+                    before.ends_with("loopgate")
+                })
+            })
+        {
+            return Some(format!(
+                "the inline {prog} program runs loopgate's control commands"
+            ));
+        }
         let names = PATH_FRAGMENTS.iter().find(|f| code.contains(**f));
         match names {
             Some(frag) if writes_in(family, &code) => {
@@ -920,9 +969,41 @@ impl<'e> Bash<'e> {
                         || a.starts_with("--in-place")
                         || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
                 });
+                // sed's own `w FILE` (and `s///w FILE`) writes whatever the input.
+                if let Some(f) = sed_written_files(args)
+                    .iter()
+                    .find_map(|w| self.touch(w, Op::Write, &how, Some(text)))
+                {
+                    return Some(f);
+                }
                 if !in_place {
                     return None;
                 }
+                each(self, &operands, Op::Write)
+            }
+            // Writers that pass for readers.
+            "sort" => {
+                let mut it = args.iter();
+                while let Some(a) = it.next() {
+                    let out = match a.as_str() {
+                        "-o" | "--output" => it.next().map(String::as_str),
+                        _ => a
+                            .strip_prefix("--output=")
+                            .or_else(|| a.strip_prefix("-o").filter(|o| !o.is_empty())),
+                    };
+                    if let Some(f) = out.and_then(|o| self.touch(o, Op::Write, &how, Some(text))) {
+                        return Some(f);
+                    }
+                }
+                None
+            }
+            "uniq" => operands
+                .get(1)
+                .and_then(|out| self.touch(out, Op::Write, &how, Some(text))),
+            "yq" if args.iter().any(|a| {
+                a == "--inplace" || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
+            }) =>
+            {
                 each(self, &operands, Op::Write)
             }
             "curl" | "wget" => {
@@ -1089,7 +1170,22 @@ impl<'e> Bash<'e> {
                     dir = args.get(at + 1);
                     at += 2;
                 }
-                "-c" | "--git-dir" | "--work-tree" | "--namespace" => at += 2,
+                "-c" => {
+                    // `git -c alias.x='!cmd' x`: the alias is a shell command line.
+                    let value = args.get(at + 1).map(String::as_str).unwrap_or("");
+                    if let Some((_, cmd)) = value
+                        .split_once('=')
+                        .filter(|(k, _)| k.starts_with("alias."))
+                        .and_then(|(k, v)| Some((k, v.strip_prefix('!')?)))
+                    {
+                        let cmd = cmd.to_string();
+                        if let Some(f) = self.script(&cmd, 1) {
+                            return Some(f);
+                        }
+                    }
+                    at += 2;
+                }
+                "--git-dir" | "--work-tree" | "--namespace" => at += 2,
                 s if s.starts_with('-') => at += 1,
                 _ => break,
             }
@@ -1251,6 +1347,35 @@ fn clipped_size(text: &str) -> Option<u64> {
     (tail.len() == 32 && tail.bytes().all(|b| b.is_ascii_hexdigit()))
         .then(|| n.parse().ok())
         .flatten()
+}
+
+/// Files sed's scripts write with `w FILE` or the `w` flag of `s///`.
+fn sed_written_files(args: &[String]) -> Vec<String> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(r"(?:^|[;}\n]|/[gpiIme0-9]*)\s*[wW]\s*(\S+)").expect("compiles")
+    });
+    let mut scripts: Vec<&str> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if matches!(a.as_str(), "-e" | "--expression") {
+            scripts.extend(it.next().map(String::as_str));
+        } else if let Some(e) = a.strip_prefix("--expression=") {
+            scripts.push(e);
+        }
+    }
+    if scripts.is_empty() {
+        scripts.extend(
+            args.iter()
+                .find(|a| !a.starts_with('-'))
+                .map(String::as_str),
+        );
+    }
+    scripts
+        .iter()
+        .flat_map(|s| re.captures_iter(s))
+        .filter_map(|c| c.get(1).map(|m| m.as_str().to_string()))
+        .collect()
 }
 
 /// Arguments that are not options (everything after `--` counts).
