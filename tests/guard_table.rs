@@ -140,6 +140,14 @@ const DISABLING_BASH: &[&str] = &[
     "git rm .claude/settings.json",
     "cp target/release/loopgate ~/.local/bin/",
     "cd loopgate && cp target/release/loopgate ~/.cargo/bin/loopgate",
+    // every agent CLI's hook and trust files, user- and project-level
+    "rm ~/.codex/hooks.json",
+    "echo '' > ~/.codex/config.toml",
+    "sed -i '/loopgate/d' ~/.gemini/settings.json",
+    "echo '{}' > ~/.qwen/settings.json",
+    "rm -rf ~/.copilot/hooks",
+    "rm .github/hooks/loopgate.json",
+    "echo '{}' > .gemini/settings.json",
     // command lines run by wrappers, subcommands from variables, interpreters running loopgate,
     // writers that pass for readers (issue 21)
     "env -S 'loopgate reset --all'",
@@ -217,6 +225,23 @@ fn disabling_tools() -> Vec<(&'static str, Value)> {
         (
             "mcp__fs__edit_file",
             json!({"path": ".claude/loopgate.toml", "edits": []}),
+        ),
+        // Codex apply_patch with several files, a deletion, a move (issue 21)
+        (
+            "apply_patch",
+            json!({"command": "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** Delete File: .claude/settings.json\n*** End Patch\n"}),
+        ),
+        (
+            "apply_patch",
+            json!({"command": "*** Begin Patch\n*** Update File: .claude/loopgate.toml\n*** Move to: notes/old.toml\n*** End Patch\n"}),
+        ),
+        (
+            "apply_patch",
+            json!({"command": "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Add File: ~/.codex/hooks.json\n+{}\n*** End Patch\n"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "~/.gemini/settings.json", "content": "{}"}),
         ),
     ]
 }
@@ -321,6 +346,10 @@ const DEVELOPER_WORK: &[&str] = &[
     "ls ~/.local/bin/loopgate",
     "file \"$(which loopgate)\"",
     "sha256sum $(which loopgate)",
+    "cat ~/.codex/config.toml",
+    "jq . ~/.gemini/settings.json",
+    "ls .github/hooks",
+    "cat .qwen/settings.json",
     "env -S 'echo hello'",
     "flock /tmp/l -c 'cargo build'",
     "sort -o sorted.txt names.txt",
@@ -362,6 +391,16 @@ fn harmless_tools() -> Vec<(&'static str, Value)> {
         (
             "Write",
             json!({"file_path": "{proj}/.claude/settings.local.json", "content": "{\"permissions\": {\"allow\": [\"Bash(npm test)\"]}}"}),
+        ),
+        // Codex apply_patch over ordinary files: several, a deletion, a move.
+        (
+            "apply_patch",
+            json!({"command": "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** Delete File: src/old.rs\n*** Update File: src/b.rs\n*** Move to: src/c.rs\n*** End Patch\n"}),
+        ),
+        // Another CLI's project settings, changed without touching loopgate.
+        (
+            "Write",
+            json!({"file_path": "{proj}/.gemini/settings.json", "content": "{\"theme\": \"dark\"}"}),
         ),
     ]
 }

@@ -228,7 +228,7 @@ const STARTUP_FILES: &[&str] = &[
 pub fn check(tool: &str, input: &Value, env: impl FnOnce() -> Env, cfg: &Guard) -> Option<Verdict> {
     let relevant = matches!(
         tool,
-        "Bash" | "Edit" | "MultiEdit" | "Write" | "NotebookEdit"
+        "Bash" | "Edit" | "MultiEdit" | "Write" | "NotebookEdit" | "apply_patch"
     ) || tool.starts_with("mcp__");
     if !cfg.enabled || !relevant {
         return None;
@@ -279,6 +279,7 @@ pub fn judge(tool: &str, input: &Value, env: &Env) -> Option<String> {
             Some(finding)
         }
         "Bash" => Bash::new(env).line(field("command")),
+        "apply_patch" => patch(field("command"), env),
         t if t.starts_with("mcp__") => mcp(t, input, env),
         _ => None,
     }
@@ -289,10 +290,18 @@ pub fn judge(tool: &str, input: &Value, env: &Env) -> Option<String> {
 /// Code integrations adds hooks there), so only a change that touches loopgate or hooks as a whole
 /// is a disabling route; the user's and managed settings stay reserved to the user.
 fn project_settings(env: &Env, path: &Path) -> bool {
-    let user_dir = env.home.as_ref().map(|h| h.join(".claude"));
-    paths::name_rule(path) == Some(paths::Kind::Settings)
-        && path.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new(".claude"))
-        && user_dir.as_deref() != path.parent()
+    let dir = path.parent();
+    let in_home = env.home.is_some() && dir.and_then(Path::parent) == env.home.as_deref();
+    match paths::name_rule(path) {
+        Some(paths::Kind::Settings) => {
+            dir.and_then(Path::file_name) == Some(std::ffi::OsStr::new(".claude")) && !in_home
+        }
+        // The other CLIs' project files (`.gemini/settings.json`, `.codex/hooks.json` …) alike.
+        Some(paths::Kind::AgentHooks) => {
+            !in_home && !path.components().any(|c| c.as_os_str() == ".copilot")
+        }
+        _ => false,
+    }
 }
 
 /// Whether an Edit/MultiEdit/Write of a settings file would disable or rewire loopgate: it
@@ -363,6 +372,38 @@ fn write_finding(
             "{how} would write LOOPGATE_* or disableAllHooks into {}",
             path.display()
         ));
+    }
+    None
+}
+
+/// Codex's `apply_patch` touching several files, deleting or moving one (a patch of one added or
+/// updated file arrives as a Write or an Edit): every file it adds, updates, deletes or moves.
+fn patch(text: &str, env: &Env) -> Option<String> {
+    let mut source: Option<&str> = None;
+    for line in text.lines() {
+        let (path, op) = if let Some(p) = line.strip_prefix("*** Add File: ") {
+            (p, Op::Write)
+        } else if let Some(p) = line.strip_prefix("*** Update File: ") {
+            source = Some(p);
+            (p, Op::Write)
+        } else if let Some(p) = line.strip_prefix("*** Delete File: ") {
+            (p, Op::Remove)
+        } else if let Some(p) = line.strip_prefix("*** Move to: ") {
+            // The moved file leaves its old place: that is a removal of it.
+            if let Some(f) = source.and_then(|s| {
+                let from = env.absolute(&env.expand(s.trim(), &HashMap::new()), &env.cwd);
+                write_finding(env, &from, Op::Remove, "apply_patch", None)
+            }) {
+                return Some(f);
+            }
+            (p, Op::Write)
+        } else {
+            continue;
+        };
+        let path = env.absolute(&env.expand(path.trim(), &HashMap::new()), &env.cwd);
+        if let Some(f) = write_finding(env, &path, op, "apply_patch", Some(text)) {
+            return Some(f);
+        }
     }
     None
 }

@@ -13,11 +13,14 @@ pub enum Kind {
     Config,
     Binary,
     Settings,
+    /// Another agent CLI's hook or trust file (Codex, Gemini CLI, Qwen Code, Copilot CLI).
+    AgentHooks,
 }
 
 impl Kind {
     pub fn describe(self) -> &'static str {
         match self {
+            Kind::AgentHooks => "an agent CLI's hook or trust file",
             Kind::State => "loopgate's state directory",
             Kind::Config => "a loopgate config file",
             Kind::Binary => "the loopgate binary",
@@ -169,7 +172,14 @@ impl Env {
             p.push((d.join("settings.json"), Kind::Settings));
             p.push((d.join("settings.local.json"), Kind::Settings));
         }
+        if let Some(d) = var("CODEX_HOME") {
+            p.push((d.join("hooks.json"), Kind::AgentHooks));
+            p.push((d.join("config.toml"), Kind::AgentHooks));
+        }
         if let Some(h) = &self.home {
+            for f in AGENT_FILES {
+                p.push((h.join(f), Kind::AgentHooks));
+            }
             p.push((h.join(".local/state/loopgate"), Kind::State));
             p.push((h.join(".config/loopgate"), Kind::Config));
             p.push((h.join(".claude/settings.json"), Kind::Settings));
@@ -388,8 +398,18 @@ impl Env {
     }
 }
 
-/// Paths protected wherever they are: any `loopgate.toml`, any `.claude/settings*.json` and the
-/// managed-settings files.
+/// The other agent CLIs' hook and trust files, under the home directory (see `setup::agents`).
+const AGENT_FILES: &[&str] = &[
+    ".codex/hooks.json",
+    ".codex/config.toml",
+    ".gemini/settings.json",
+    ".qwen/settings.json",
+    ".copilot/hooks",
+];
+
+/// Paths protected wherever they are: any `loopgate.toml`, any `.claude/settings*.json`, the
+/// managed-settings files, and every agent CLI's hook files in a project (`.codex/hooks.json`,
+/// `.gemini/settings.json`, `.qwen/settings.json`, `.github/hooks/*.json`).
 pub(super) fn name_rule(path: &Path) -> Option<Kind> {
     let name = path.file_name()?.to_str()?;
     let parent = path
@@ -399,6 +419,22 @@ pub(super) fn name_rule(path: &Path) -> Option<Kind> {
         .unwrap_or("");
     if name == "loopgate.toml" || (parent == "loopgate" && name == "config.toml") {
         return Some(Kind::Config);
+    }
+    let agent_file = match parent {
+        ".codex" => matches!(name, "hooks.json" | "config.toml"),
+        ".gemini" | ".qwen" => name.starts_with("settings") && name.ends_with(".json"),
+        "hooks" => {
+            name.ends_with(".json")
+                && path
+                    .parent()
+                    .and_then(Path::parent)
+                    .and_then(Path::file_name)
+                    .is_some_and(|g| g == ".github" || g == ".copilot")
+        }
+        _ => false,
+    };
+    if agent_file {
+        return Some(Kind::AgentHooks);
     }
     if (parent == ".claude" && name.starts_with("settings") && name.ends_with(".json"))
         || name.starts_with("managed-settings")
