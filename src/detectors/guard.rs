@@ -602,6 +602,16 @@ impl<'e> Bash<'e> {
     }
 
     fn touch(&self, word: &str, op: Op, how: &str, content: Option<&str>) -> Option<String> {
+        // `settings.{json,local.json}`: each word bash would make.
+        let Some(alternatives) = braces(word, 0) else {
+            self.budget.exceed("more than 8 brace groups in one word");
+            return self.budget.finding();
+        };
+        if alternatives.len() > 1 {
+            return alternatives
+                .iter()
+                .find_map(|w| self.touch(w, op, how, content));
+        }
         if let Some(n) = shell::substitution_of(word).filter(|n| *word == shell::placeholder(*n)) {
             // `rm "$(which loopgate)"`: the substitution names the binary.
             return self
@@ -1417,6 +1427,56 @@ fn sed_written_files(args: &[String]) -> Vec<String> {
         .flat_map(|s| re.captures_iter(s))
         .filter_map(|c| c.get(1).map(|m| m.as_str().to_string()))
         .collect()
+}
+
+/// Brace expansion as bash does it for `a{b,c}d` (nested groups included), at most 64 words;
+/// `${…}` and a group without a comma stay as written. `None` past 8 groups deep.
+fn braces(word: &str, groups: usize) -> Option<Vec<String>> {
+    const MAX: usize = 64;
+    if groups > 8 {
+        return None;
+    }
+    let b = word.as_bytes();
+    let mut open = None;
+    let mut depth = 0usize;
+    let mut commas = Vec::new();
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'{' if open.is_none() && (i == 0 || b[i - 1] != b'$') => {
+                open = Some(i);
+                depth = 1;
+            }
+            b'{' if open.is_some() => depth += 1,
+            b',' if open.is_some() && depth == 1 => commas.push(i),
+            b'}' if open.is_some() => {
+                depth -= 1;
+                if depth > 0 {
+                    continue;
+                }
+                let start = open.take().unwrap_or(0);
+                if commas.is_empty() {
+                    continue;
+                }
+                let (head, tail) = (&word[..start], &word[i + 1..]);
+                let mut bounds = vec![start];
+                bounds.extend(&commas);
+                bounds.push(i);
+                let mut out = Vec::new();
+                for w in bounds.windows(2) {
+                    let alt = format!("{head}{}{tail}", &word[w[0] + 1..w[1]]);
+                    for x in braces(&alt, groups + 1)? {
+                        if out.len() >= MAX {
+                            return Some(out);
+                        }
+                        out.push(x);
+                    }
+                }
+                return Some(out);
+            }
+            _ => {}
+        }
+    }
+    Some(vec![word.to_string()])
 }
 
 /// Arguments that are not options (everything after `--` counts).

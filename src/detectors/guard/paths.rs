@@ -236,9 +236,21 @@ impl Env {
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
                 let op = &inner[name.len()..];
-                if let Some(default) = op.strip_prefix(":-").or(op.strip_prefix('-')) {
+                // `:-`/`-` use a default, `:=`/`=` assign it too (the same word here), `:+`/`+`
+                // use the alternative when set.
+                let default = [":-", "-", ":=", "="]
+                    .iter()
+                    .find_map(|o| op.strip_prefix(o));
+                if let Some(default) = default {
                     let set = self.lookup(&name, local).filter(|v| !v.is_empty());
                     out.push_str(&set.unwrap_or_else(|| self.expand(default, local)));
+                    i = end + 1;
+                    continue;
+                }
+                if let Some(alt) = op.strip_prefix(":+").or(op.strip_prefix('+')) {
+                    if self.lookup(&name, local).is_some_and(|v| !v.is_empty()) {
+                        out.push_str(&self.expand(alt, local));
+                    }
                     i = end + 1;
                     continue;
                 }

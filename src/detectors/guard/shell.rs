@@ -120,7 +120,7 @@ pub fn parse(line: &str) -> Script {
 }
 
 /// What `echo`/`printf` would write, when that is plain text in the command line.
-fn echoed_text(c: &Simple) -> Option<String> {
+pub(super) fn echoed_text(c: &Simple) -> Option<String> {
     let first = c.words.first()?;
     if !matches!(first.as_str(), "echo" | "printf") {
         return c.stdin.clone().filter(|_| first == "cat");
@@ -199,6 +199,14 @@ fn scan(line: &str, subs: &mut Vec<String>) -> Vec<Piece> {
             Quote::None => {}
         }
         match c {
+            '$' if next == Some('\'') => {
+                // `$'…'`: C escapes decoded, then quoted as a plain single-quoted word.
+                let (decoded, end) = ansi_c(&chars, i + 2);
+                text.push('\'');
+                text.push_str(&decoded.replace('\'', "'\\''"));
+                text.push('\'');
+                i = end;
+            }
             '\\' => {
                 text.push(c);
                 if let Some(n) = next {
@@ -357,6 +365,58 @@ fn fill_heredocs(pieces: &mut [Piece], bodies: &[String]) {
         out.push_str(rest);
         *t = out;
     }
+}
+
+/// The text of a `$'…'` string starting at `i` (after the quote), C escapes decoded, and where
+/// the command line goes on.
+fn ansi_c(chars: &[char], mut i: usize) -> (String, usize) {
+    let mut out = String::new();
+    let hex = |s: &[char]| u32::from_str_radix(&s.iter().collect::<String>(), 16).ok();
+    while i < chars.len() && chars[i] != '\'' {
+        if chars[i] != '\\' {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        let Some(&e) = chars.get(i + 1) else { break };
+        i += 2;
+        match e {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'e' | 'E' => out.push('\u{1b}'),
+            'x' | 'u' | 'U' => {
+                let max = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let n = chars[i..]
+                    .iter()
+                    .take(max)
+                    .take_while(|c| c.is_ascii_hexdigit())
+                    .count();
+                if let Some(c) = hex(&chars[i..i + n]).and_then(char::from_u32) {
+                    out.push(c);
+                }
+                i += n;
+            }
+            '0'..='7' => {
+                let n = chars[i - 1..]
+                    .iter()
+                    .take(3)
+                    .take_while(|c| ('0'..='7').contains(*c))
+                    .count();
+                let v: String = chars[i - 1..i - 1 + n].iter().collect();
+                if let Some(c) = u32::from_str_radix(&v, 8).ok().and_then(char::from_u32) {
+                    out.push(c);
+                }
+                i += n - 1;
+            }
+            other => out.push(other),
+        }
+    }
+    (out, (i + 1).min(chars.len().max(i)))
 }
 
 /// Marker word standing for here-document `n`, replaced by its body once the body is read.
