@@ -147,6 +147,10 @@ const DISABLING_BASH: &[&str] = &[
     "echo x > $'\\x2eclaude/settings.json'",
     "rm $'\\056claude/settings.json'",
     "echo x > ${D:=.claude}/loopgate.toml",
+    // what a process substitution prints, sourced or run
+    "source <(echo 'loopgate reset --all')",
+    ". <(printf 'rm -rf ~/.local/state/loopgate\\n')",
+    "bash <(echo \"loopgate setup --uninstall\")",
     // every agent CLI's hook and trust files, user- and project-level
     "rm ~/.codex/hooks.json",
     "echo '' > ~/.codex/config.toml",
@@ -353,6 +357,8 @@ const DEVELOPER_WORK: &[&str] = &[
     "ls ~/.local/bin/loopgate",
     "file \"$(which loopgate)\"",
     "sha256sum $(which loopgate)",
+    "source <(kubectl completion bash)",
+    "source <(echo 'export PATH=$PATH:/opt/bin')",
     "mkdir -p src/{a,b,c}",
     "cp config.{yml,yml.bak}",
     "echo $'hello\\tworld'",

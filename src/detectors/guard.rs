@@ -475,6 +475,8 @@ struct Bash<'e> {
     cwd: PathBuf,
     /// Whether each command substitution of the line being judged names loopgate.
     subs: Vec<bool>,
+    /// The bodies of those substitutions, for `source <(…)` and `bash <(…)`.
+    sub_texts: Vec<String>,
     budget: std::rc::Rc<Budget>,
 }
 
@@ -533,6 +535,7 @@ impl<'e> Bash<'e> {
             vars: HashMap::new(),
             cwd: env.cwd.clone(),
             subs: Vec::new(),
+            sub_texts: Vec::new(),
             budget: std::rc::Rc::new(Budget {
                 work: std::cell::Cell::new(0),
                 started: std::time::Instant::now(),
@@ -572,11 +575,13 @@ impl<'e> Bash<'e> {
             subs.push(body.contains("loopgate"));
         }
         let outer = std::mem::replace(&mut self.subs, subs);
+        let outer_texts = std::mem::replace(&mut self.sub_texts, parsed.substitutions.clone());
         let found = parsed.commands.iter().find_map(|cmd| {
             self.budget.charge(cmd.words.len());
             self.simple(cmd, depth).or_else(|| self.budget.finding())
         });
         self.subs = outer;
+        self.sub_texts = outer_texts;
         found
     }
 
@@ -772,6 +777,20 @@ impl<'e> Bash<'e> {
             return Some(f);
         }
         // Shells and eval run a command line of their own.
+        // `source <(echo …)`, `bash <(printf …)`: what the substitution prints is run.
+        if matches!(prog.as_str(), "source" | ".") || SHELLS.contains(&prog.as_str()) {
+            for n in args.iter().filter_map(|a| shell::substitution_of(a)) {
+                let body = self.sub_texts.get(n).cloned().unwrap_or_default();
+                let printed: Vec<String> = shell::parse(&body)
+                    .commands
+                    .iter()
+                    .filter_map(shell::echoed_text)
+                    .collect();
+                if let Some(f) = self.script(&printed.join("\n"), depth + 1) {
+                    return Some(f);
+                }
+            }
+        }
         if prog == "eval" {
             return self.script(&args.join(" "), depth + 1);
         }
@@ -1247,6 +1266,7 @@ impl<'e> Bash<'e> {
                 vars: self.vars.clone(),
                 cwd: self.path(d),
                 subs: self.subs.clone(),
+                sub_texts: self.sub_texts.clone(),
                 budget: self.budget.clone(),
             };
             return inner.git(&args[at..], how, text);

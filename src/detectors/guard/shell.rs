@@ -130,7 +130,8 @@ pub(super) fn echoed_text(c: &Simple) -> Option<String> {
         .map(String::as_str)
         .skip_while(|w| w.starts_with('-'))
         .collect();
-    Some(args.join(" "))
+    // printf's format and `echo -e` turn `\n` into a line break: what runs is lines.
+    Some(args.join(" ").replace("\\n", "\n").replace("\\t", "\t"))
 }
 
 /// Words of a piece of text, by shlex. Text shlex rejects (an unterminated quote, which the shell
