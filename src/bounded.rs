@@ -3,7 +3,7 @@
 //! file inside a project, no symlink that leads out of it. A committed `.claude/loopgate.toml`
 //! that is a symlink to `/dev/zero`, a FIFO or a huge file costs one stat and one line.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::Path;
 
@@ -69,32 +69,12 @@ fn kind(ft: &fs::FileType) -> Option<&'static str> {
     if ft.is_dir() {
         return Some("a directory");
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if ft.is_fifo() {
-            return Some("a FIFO");
-        }
-        if ft.is_char_device() || ft.is_block_device() {
-            return Some("a device");
-        }
-        if ft.is_socket() {
-            return Some("a socket");
-        }
-    }
-    None
+    crate::platform::special_kind(ft)
 }
 
 /// Opening a FIFO for reading blocks until a writer comes; `O_NONBLOCK` makes it return at once.
 fn open_nonblocking(path: &Path) -> io::Result<File> {
-    let mut o = OpenOptions::new();
-    o.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.custom_flags(libc::O_NONBLOCK);
-    }
-    o.open(path)
+    crate::platform::open_read_nonblocking(path)
 }
 
 #[cfg(test)]

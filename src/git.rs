@@ -5,7 +5,8 @@
 //! names and `packed-refs`'s stat) and the index's stat — a few small reads, no index parse, no
 //! `git` process. At a Stop that must judge: HEAD or the index changed → progress; else the
 //! project is walked honouring `.gitignore` (and `.git/info/exclude`, the global excludes),
-//! stopping at the first entry whose ctime is after the stamp (two walker threads, each entry
+//! stopping at the first entry whose change stamp ([`crate::platform::change_ns`]: ctime on Unix) is
+//! after the stamp (two walker threads, each entry
 //! `lstat`ed relative to its open directory). The walk runs on a helper thread
 //! under a deadline and an entry budget: a 200,000-file tree, a FIFO where a file is expected, or
 //! a network mount cannot hang the hook, and every error or limit answers "cannot tell", which
@@ -17,7 +18,6 @@
 
 use sha2::{Digest, Sha256};
 use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -177,7 +177,7 @@ pub fn paths_changed_since<'a>(paths: impl IntoIterator<Item = &'a Path>, stamp:
 }
 
 fn ctime_ns(m: &std::fs::Metadata) -> i128 {
-    m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128
+    crate::platform::change_ns(m)
 }
 
 /// The walk's answer so far, shared by its threads: the first to know sets it, the rest stop.
@@ -209,7 +209,7 @@ fn walk(root: &Path, at_ns: u128, limits: &Limits) -> Option<bool> {
         .build_parallel()
         .run(|| {
             let (verdict, seen) = (&verdict, &seen);
-            let mut dir = None;
+            let mut probe = crate::platform::ChangeProbe::default();
             Box::new(move |entry| {
                 if verdict.load(Relaxed) != UNDECIDED {
                     return WalkState::Quit;
@@ -220,7 +220,7 @@ fn walk(root: &Path, at_ns: u128, limits: &Limits) -> Option<bool> {
                         CANNOT_TELL
                     } else {
                         // An unreadable entry cannot be judged unchanged.
-                        match entry.ok().and_then(|e| ctime_at(&mut dir, e.path())) {
+                        match entry.ok().and_then(|e| probe.change_ns(e.path())) {
                             Some(ctime) if ctime > at => CHANGED,
                             Some(_) => return WalkState::Continue,
                             None => CANNOT_TELL,
@@ -235,24 +235,6 @@ fn walk(root: &Path, at_ns: u128, limits: &Limits) -> Option<bool> {
         CHANGED => Some(true),
         _ => None,
     }
-}
-
-/// An entry's ctime, `lstat`ed relative to its directory (kept open per walker thread while its
-/// entries come): the kernel resolves one name instead of the whole path on every entry, which
-/// was most of a walk's cost. `O_PATH|O_NOFOLLOW`: nothing is read, no symlink followed.
-fn ctime_at(dir: &mut Option<(PathBuf, rustix::fd::OwnedFd)>, path: &Path) -> Option<i128> {
-    use rustix::fs::{AtFlags, Mode, OFlags};
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return std::fs::symlink_metadata(path).ok().map(|m| ctime_ns(&m));
-    };
-    if dir.as_ref().is_none_or(|(p, _)| p != parent) {
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::open(parent, flags, Mode::empty()).ok()?;
-        *dir = Some((parent.to_path_buf(), fd));
-    }
-    let (_, fd) = dir.as_ref()?;
-    let st = rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-    Some(st.st_ctime as i128 * 1_000_000_000 + st.st_ctime_nsec as i128)
 }
 
 /// The git dir of the repository holding `dir`: a `.git` directory, or the one a `.git` file
@@ -288,11 +270,7 @@ fn find_git_dir(dir: &Path) -> Option<PathBuf> {
 
 /// A small regular file's bytes (≤ 4 KiB), never blocking on a FIFO or reading a device.
 fn read_small(path: &Path) -> Option<Vec<u8>> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .ok()?;
+    let f = crate::platform::open_read_nonblocking(path).ok()?;
     if !f.metadata().ok()?.is_file() {
         return None;
     }
@@ -326,10 +304,10 @@ fn head_digest(git_dir: &Path) -> [u8; 16] {
     }
     h.update([0]);
     if let Ok(m) = std::fs::symlink_metadata(common.join("packed-refs")) {
-        h.update(m.mtime().to_le_bytes());
-        h.update(m.mtime_nsec().to_le_bytes());
-        h.update(m.size().to_le_bytes());
-        h.update(m.ino().to_le_bytes());
+        let (mtime, size, id) = crate::platform::identity(&m);
+        h.update(mtime.to_le_bytes());
+        h.update(size.to_le_bytes());
+        h.update(id.to_le_bytes());
     }
     let d = h.finalize();
     let mut out = [0u8; 16];
@@ -340,11 +318,7 @@ fn head_digest(git_dir: &Path) -> [u8; 16] {
 /// `.git/index` is only `lstat`ed: a FIFO there cannot block anything.
 fn index_stat(git_dir: &Path) -> (i128, u64, u64) {
     match std::fs::symlink_metadata(git_dir.join("index")) {
-        Ok(m) => (
-            m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
-            m.size(),
-            m.ino(),
-        ),
+        Ok(m) => crate::platform::identity(&m),
         Err(_) => (0, 0, 0),
     }
 }
@@ -507,7 +481,9 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_fifo_index_and_a_huge_tree_cannot_hang_it() {
+        use std::os::unix::fs::OpenOptionsExt;
         let d = tempfile::tempdir().unwrap();
         repo_with_commit(d.path());
         let index = d.path().join(".git/index");

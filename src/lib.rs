@@ -27,6 +27,7 @@ pub mod notice;
 pub mod outcome;
 pub mod paths;
 pub mod payload;
+pub mod platform;
 pub mod redact;
 pub mod render;
 pub mod replay;

@@ -1,18 +1,16 @@
 //! The process entry.
 //!
-//! On Linux with glibc, loopgate is the C `main` itself (`no_main`). Rust's runtime start-up reads
-//! `/proc/self/maps` to place a stack guard and maps a signal stack: ~40 K instructions and a dozen
-//! syscalls, a tenth of a hook call, paid by every tool call. What of that start-up loopgate needs
-//! (open standard streams, EPIPE instead of SIGPIPE) `start` does here, with the same libc calls;
-//! `main_entry` flushes stdout at the end. glibc hands the arguments to Rust's `std::env::args` by
-//! itself (an `.init_array` entry), which is why this is limited to that target.
-//!
-//! This file is the crate's only unsafe code (`unsafe_code` is denied everywhere else): the C
-//! entry point, and the few libc calls that have no safe std equivalent.
-#![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
+//! On Linux with glibc (`loopgate_fast_start`, set by `build.rs` unless the `portable` feature
+//! is on), loopgate is the C `main` itself (`no_main`), and [`loopgate::platform::start`] does
+//! what of Rust's runtime start-up a hook needs. glibc hands the arguments to Rust's
+//! `std::env::args` by itself (an `.init_array` entry), which is why this is limited to that
+//! target. Everywhere else Rust's runtime starts the process.
+#![cfg_attr(all(loopgate_fast_start, not(test)), no_main)]
+
+use loopgate::platform::start;
 
 // Not under `cargo test`, whose harness brings its own `main`.
-#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
+#[cfg(all(loopgate_fast_start, not(test)))]
 #[allow(unsafe_code)] // `no_mangle` is the only way to be the C entry point.
 #[unsafe(no_mangle)]
 extern "C" fn main(
@@ -22,90 +20,14 @@ extern "C" fn main(
 ) -> std::ffi::c_int {
     start::keep_standard_streams_open();
     start::ignore_write_signals();
-    loopgate::config::set_process_vars(start::loopgate_vars(envp));
+    // SAFETY: `envp` is the environment block glibc passed `main`, untouched so far.
+    loopgate::config::set_process_vars(unsafe { start::loopgate_vars(envp) });
     loopgate::main_entry().code().into()
 }
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu", not(test))))]
+#[cfg(not(all(loopgate_fast_start, not(test))))]
 fn main() -> std::process::ExitCode {
     // Rust's runtime has kept the standard streams open and ignores SIGPIPE; SIGXFSZ is ours.
-    #[cfg(unix)]
     start::ignore_write_signals();
     loopgate::main_entry().into()
-}
-
-#[cfg(unix)]
-#[allow(unsafe_code)]
-mod start {
-    /// A write past a file-size limit (`ulimit -f`) must fail with EFBIG, and a write to a pipe
-    /// whose reader went away with EPIPE, each handled like any write error, not as a silent death
-    /// by signal. What Rust's runtime does for SIGPIPE, extended to SIGXFSZ. Children that
-    /// `loopgate doctor` starts get SIGPIPE back by default (std's spawn resets it); an ignored
-    /// SIGXFSZ they keep, which only turns the same limit into an error for them too.
-    pub fn ignore_write_signals() {
-        for signal in [libc::SIGPIPE, libc::SIGXFSZ] {
-            // SAFETY: SIG_IGN installs no code; nothing else in this single-threaded start-up
-            // is changing dispositions.
-            unsafe { libc::signal(signal, libc::SIG_IGN) };
-        }
-    }
-
-    /// A standard stream the parent left closed must not become the next file opened: the
-    /// state file would then receive the answer meant for stdout. Each closed one of fds 0–2 is
-    /// reopened on `/dev/null`, which lands on the lowest free descriptor: what Rust's runtime
-    /// does at start-up, and in the usual case one `poll`.
-    #[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
-    pub fn keep_standard_streams_open() {
-        let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
-            fd,
-            events: 0,
-            revents: 0,
-        });
-        // SAFETY: `fds` is a valid array of three `pollfd`, and a zero timeout never blocks.
-        let polled = unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } != -1;
-        for fd in fds {
-            let closed = if polled {
-                fd.revents & libc::POLLNVAL != 0
-            } else {
-                // poll can fail (a sandbox without it, ENOMEM); ask fd by fd instead.
-                // SAFETY: F_GETFD only reads the descriptor's flags.
-                let flags = unsafe { libc::fcntl(fd.fd, libc::F_GETFD) };
-                flags == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF)
-            };
-            if closed {
-                // SAFETY: a NUL-terminated path; the descriptor is meant to stay open for the
-                // process's life, so it is not owned by anything that would close it.
-                if unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) } == -1 {
-                    return;
-                }
-            }
-        }
-    }
-
-    /// The `LOOPGATE_*` entries (UTF-8 names and values) of the environment block `execve` gave
-    /// the process, read in place. A hook inherits Claude Code's whole environment, often a
-    /// hundred variables or more: `std::env::vars_os` copies every one (two allocations each),
-    /// and reading `/proc/self/environ` costs six syscalls; here only the few matching entries
-    /// are copied.
-    #[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
-    pub fn loopgate_vars(envp: *const *const std::ffi::c_char) -> Vec<(String, String)> {
-        let mut vars = Vec::new();
-        if envp.is_null() {
-            return vars;
-        }
-        for i in 0.. {
-            // SAFETY: glibc passes `main` the NULL-terminated array of NUL-terminated strings
-            // that `execve` received, and nothing has changed the environment yet.
-            let entry = unsafe { *envp.add(i) };
-            if entry.is_null() {
-                break;
-            }
-            // SAFETY: as above, `entry` is a NUL-terminated string that outlives this call.
-            let entry = unsafe { std::ffi::CStr::from_ptr(entry) }.to_bytes();
-            if let Some(pair) = loopgate::config::loopgate_pair(entry) {
-                vars.push(pair);
-            }
-        }
-        vars
-    }
 }

@@ -378,33 +378,19 @@ pub mod compact {
     pub const STDIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
     /// Waits until stdin has input (or its end), failing once `deadline` has passed.
-    #[cfg(unix)]
     pub fn stdin_ready(deadline: std::time::Instant) -> Result<()> {
-        use rustix::event::{poll, PollFd, PollFlags, Timespec};
-        let stdin = std::io::stdin();
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let timeout = Timespec {
-                tv_sec: left.as_secs() as _,
-                tv_nsec: left.subsec_nanos() as _,
-            };
-            let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
-            match poll(&mut fds, Some(&timeout)) {
-                Ok(0) => bail!(
+            match crate::platform::stdin_readable_within(left) {
+                Ok(true) => return Ok(()),
+                Ok(false) => bail!(
                     "hook input was not complete within {} s; not judged",
                     STDIN_DEADLINE.as_secs()
                 ),
-                Ok(_) => return Ok(()),
-                Err(rustix::io::Errno::INTR) => continue,
-                // Not pollable (a closed descriptor, an odd file): the read itself decides.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => return Ok(()),
             }
         }
-    }
-
-    #[cfg(not(unix))]
-    pub fn stdin_ready(_deadline: std::time::Instant) -> Result<()> {
-        Ok(())
     }
 
     impl Compactor {

@@ -74,7 +74,7 @@ pub fn command_prefix(bin: &Path, observe: bool) -> Result<String> {
     let bin = bin
         .to_str()
         .with_context(|| format!("binary path {} is not valid UTF-8", bin.display()))?;
-    let mut prefix = shell_quote(bin);
+    let mut prefix = shell_quote(&crate::platform::hook_command_path(bin));
     if observe {
         prefix.push_str(" --observe");
     }
@@ -721,14 +721,8 @@ pub fn run_managed(dir: &Path, command_prefix: &str, uninstall: bool) -> Result<
     if fs::read_to_string(&path).is_ok_and(|old| old == text) {
         return Ok(format!("loopgate hooks already up to date in {shown}"));
     }
-    #[cfg(unix)]
-    let permissions = {
-        use std::os::unix::fs::PermissionsExt;
-        // Readable by every user's Claude Code, writable by its owner only.
-        Some(fs::Permissions::from_mode(0o644))
-    };
-    #[cfg(not(unix))]
-    let permissions = None;
+    // Readable by every user's Claude Code, writable by its owner only.
+    let permissions = crate::platform::world_readable_permissions();
     write_atomic(&path, text.as_bytes(), permissions.as_ref()).with_context(|| {
         format!("cannot write {shown} (managed settings usually need root: try sudo)")
     })?;

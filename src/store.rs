@@ -9,15 +9,15 @@
 //! can cost the last few seconds of counts; a file with no valid slot is moved aside and the
 //! session starts fresh — never misread.
 //!
-//! Every file is opened with `O_NOFOLLOW` and `O_NONBLOCK`: a symlink, FIFO or device planted in
+//! Every file is opened through [`platform::open_private_rw`]: a symlink, FIFO or device planted in
 //! the state dir is refused (and a state path that is one is moved aside), never followed or read.
 
 use crate::codec;
+use crate::platform;
 use crate::state::SessionState;
 use anyhow::{anyhow, bail, Context, Result};
 use std::cell::{Cell, RefCell};
-use std::fs::{self, File, OpenOptions, TryLockError};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::fs::{self, File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -106,23 +106,11 @@ impl Store {
         if !sessions_meta.file_type().is_dir() {
             bail!("{} is not a directory", sessions.display());
         }
-        let uid = own_uid();
         let dir_meta =
             fs::metadata(dir).with_context(|| format!("cannot stat {}", dir.display()))?;
         for (d, m) in [(dir, dir_meta), (sessions.as_path(), sessions_meta)] {
-            if m.uid() != uid {
-                bail!(
-                    "state dir {} belongs to uid {}, not to us",
-                    d.display(),
-                    m.uid()
-                );
-            }
-            if m.mode() & 0o022 != 0 {
-                bail!(
-                    "state dir {} is writable by others (mode {:o})",
-                    d.display(),
-                    m.mode() & 0o777
-                );
+            if let Some(why) = platform::unsafe_dir_reason(d, &m) {
+                bail!(why);
             }
         }
         Ok(Store {
@@ -139,13 +127,10 @@ impl Store {
         crate::paths::state_dir()
     }
 
-    /// The private per-user fallback when the configured state dir is unusable:
-    /// `$XDG_RUNTIME_DIR/loopgate`, else `<temp dir>/loopgate-<uid>`.
+    /// The private per-user fallback when the configured state dir is unusable
+    /// ([`platform::fallback_state_dir`]).
     pub fn fallback_dir() -> Option<PathBuf> {
-        if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
-            return Some(PathBuf::from(run).join("loopgate"));
-        }
-        Some(std::env::temp_dir().join(format!("loopgate-{}", own_uid())))
+        Some(platform::fallback_state_dir())
     }
 
     /// Session ids are untrusted: the file name is a hash, so no id can name a path.
@@ -270,12 +255,12 @@ impl Store {
             );
         }
         let file = held.as_ref().expect("opened above");
-        file.write_all_at(&bytes, slot * SLOT)
+        platform::write_all_at(file, &bytes, slot * SLOT)
             .with_context(|| format!("cannot write {}", lock.state_path.display()))?;
         lock.slot.set(Some((slot, generation)));
         if !lock.known {
             // Mark the session as having a state, so a state file that vanishes is noticed.
-            let _ = lock.file.write_all_at(b"1", 0);
+            let _ = platform::write_all_at(&lock.file, b"1", 0);
         }
         Ok(())
     }
@@ -298,11 +283,7 @@ impl Store {
     /// Reads a state without locking, for display (and for a call that could not get the lock):
     /// a slot being written fails its checksum, and the other slot is read instead.
     pub fn peek(path: &Path) -> Option<SessionState> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(path)
-            .ok()?;
+        let file = platform::open_private_read(path).ok()?;
         let meta = file.metadata().ok()?;
         if !meta.file_type().is_file() || meta.len() > MAX_STATE_BYTES {
             return None;
@@ -332,7 +313,7 @@ fn read_slots(file: &File, len: u64) -> Result<(u64, u64, SessionState), String>
         let room = (len - start).min(SLOT) as usize;
         let mut head = [0u8; codec::HEADER];
         let n = room.min(codec::HEADER);
-        if let Err(e) = file.read_exact_at(&mut head[..n], start) {
+        if let Err(e) = platform::read_exact_at(file, &mut head[..n], start) {
             first_err.get_or_insert(e.to_string());
             continue;
         }
@@ -350,7 +331,7 @@ fn read_slots(file: &File, len: u64) -> Result<(u64, u64, SessionState), String>
     candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
     for (_, slot, body) in candidates {
         let mut buf = vec![0u8; codec::HEADER + body];
-        if let Err(e) = file.read_exact_at(&mut buf, slot * SLOT) {
+        if let Err(e) = platform::read_exact_at(file, &mut buf, slot * SLOT) {
             first_err.get_or_insert(e.to_string());
             continue;
         }
@@ -376,11 +357,6 @@ fn quarantine(path: &Path, why: &str) -> Result<Quarantined> {
         path: aside,
         why: why.to_string(),
     })
-}
-
-/// Our effective uid (`geteuid`, through rustix: no `unsafe`, no `/proc` lookup).
-fn own_uid() -> u32 {
-    rustix::process::geteuid().as_raw()
 }
 
 /// Takes an exclusive lock on `file`, giving up after `timeout`: a wedged peer must never hang
@@ -409,13 +385,7 @@ pub fn lock_within(file: &File, path: &Path, timeout: Duration, what: &str) -> R
 }
 
 pub fn create_private_dir(dir: &Path) -> Result<()> {
-    let mut b = fs::DirBuilder::new();
-    b.recursive(true);
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        b.mode(0o700);
-    }
-    b.create(dir)
+    platform::create_private_dir(dir)
         .with_context(|| format!("cannot create state dir {}", dir.display()))
 }
 
@@ -435,14 +405,7 @@ pub fn open_private(path: &Path) -> std::io::Result<File> {
 /// Read-write (creating it owner-only when `create`), never through a symlink, never blocking on
 /// a FIFO.
 fn open_nofollow(path: &Path, create: bool) -> std::io::Result<File> {
-    let mut o = OpenOptions::new();
-    o.read(true)
-        .write(true)
-        .create(create)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
-    o.open(path)
+    platform::open_private_rw(path, create)
 }
 
 #[cfg(test)]
@@ -507,6 +470,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn round_trip_and_private_modes() {
         let (d, store) = store();
         let lock = lock(&store);
@@ -530,8 +494,8 @@ mod tests {
         // Generation 5 went to slot 0 (1, 3, 5 in slot 0; 2, 4 in slot 1). Tear slot 0 as a
         // writer killed mid-write would: the previous update (4) is read back, not garbage.
         let path = lock(&store).state_path.clone();
-        let f = OpenOptions::new().write(true).open(&path).unwrap();
-        f.write_all_at(&[0xff; 8], 30).unwrap();
+        let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+        platform::write_all_at(&f, &[0xff; 8], 30).unwrap();
         assert_eq!(calls(&store), Some(4));
         // The next save goes into the torn slot's twin, never over the good one.
         saved(&store, 6);
@@ -547,16 +511,15 @@ mod tests {
         saved(&store, 3);
         // Generation 3 is in slot 0: make its header claim a body longer than the slot.
         let path = lock(&store).state_path.clone();
-        let f = OpenOptions::new().write(true).open(&path).unwrap();
-        f.write_all_at(&(SLOT as u32).to_le_bytes(), 16).unwrap();
+        let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+        platform::write_all_at(&f, &(SLOT as u32).to_le_bytes(), 16).unwrap();
         assert_eq!(
             calls(&store),
             Some(2),
             "the older slot, not a read past the slot"
         );
         // Both headers lying: nothing valid, the file is moved aside.
-        f.write_all_at(&(SLOT as u32).to_le_bytes(), SLOT + 16)
-            .unwrap();
+        platform::write_all_at(&f, &(SLOT as u32).to_le_bytes(), SLOT + 16).unwrap();
         let l = lock(&store);
         let (st, q) = store.load(&l).unwrap();
         assert!(st.is_none());
@@ -602,6 +565,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn symlinks_and_fifos_are_never_followed_or_read() {
         let (d, store) = store();
         let victim = d.path().join("victim");
@@ -631,6 +595,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_state_dir_others_can_write_or_do_not_own_is_refused() {
         use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();
@@ -645,7 +610,7 @@ mod tests {
         fs::write(dir.join("sessions"), "").unwrap();
         assert!(Store::open(&dir).is_err());
         // Owned by root when we are not root (skipped when the tests run as root).
-        if own_uid() != 0 {
+        if platform::own_uid() != Some(0) {
             assert!(Store::open(Path::new("/")).is_err());
         }
     }

@@ -400,18 +400,7 @@ fn find_in_path(name: &str, path_var: Option<&std::ffi::OsStr>) -> Option<PathBu
 }
 
 fn is_executable(p: &Path) -> bool {
-    let Ok(meta) = std::fs::metadata(p) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        meta.is_file() && meta.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    {
-        meta.is_file()
-    }
+    std::fs::metadata(p).is_ok_and(|meta| crate::platform::is_executable(&meta))
 }
 
 fn binary_on_path(inp: &Inputs) -> Check {
@@ -700,30 +689,27 @@ fn state_dir(dir: &Result<PathBuf, String>) -> Check {
         }
     };
     let _ = std::fs::remove_file(&probe);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        if let Ok(meta) = std::fs::metadata(dir) {
-            if meta.uid() != probe_meta.uid() {
-                return fail(
-                    "state dir",
-                    format!("{shown} belongs to uid {}, not to you", meta.uid()),
-                    "use a directory of your own (LOOPGATE_STATE_DIR), or chown it",
-                );
-            }
-            let mode = meta.mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return fail(
-                    "state dir",
-                    format!(
-                        "{shown} has mode {mode:03o}: others can read or change loopgate's state"
-                    ),
-                    format!("chmod 700 {shown}"),
-                );
-            }
+    let owners = std::fs::metadata(dir)
+        .ok()
+        .and_then(|m| crate::platform::ownership(&m))
+        .zip(crate::platform::ownership(&probe_meta));
+    if let Some((dir_own, probe_own)) = owners {
+        if dir_own.uid != probe_own.uid {
+            return fail(
+                "state dir",
+                format!("{shown} belongs to uid {}, not to you", dir_own.uid),
+                "use a directory of your own (LOOPGATE_STATE_DIR), or chown it",
+            );
+        }
+        let mode = dir_own.mode;
+        if mode & 0o077 != 0 {
+            return fail(
+                "state dir",
+                format!("{shown} has mode {mode:03o}: others can read or change loopgate's state"),
+                format!("chmod 700 {shown}"),
+            );
         }
     }
-    let _ = probe_meta;
     ok("state dir", format!("{shown} is writable and private"))
 }
 

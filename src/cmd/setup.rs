@@ -129,12 +129,8 @@ pub fn resolve_bin(bin: &Path) -> Result<PathBuf> {
     if !meta.is_file() {
         bail!("--bin {shown}: {} is not a file", candidate.display());
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if meta.permissions().mode() & 0o111 == 0 {
-            bail!("--bin {shown}: {} is not executable", candidate.display());
-        }
+    if !crate::platform::is_executable(&meta) {
+        bail!("--bin {shown}: {} is not executable", candidate.display());
     }
     Ok(candidate)
 }

@@ -107,15 +107,7 @@ pub fn read_source(file: &Path, project: &Path) -> Option<String> {
 
 /// Opens for reading without blocking on a FIFO swapped in after the check.
 fn open_nonblocking(path: &Path) -> Option<std::fs::File> {
-    let mut o = std::fs::OpenOptions::new();
-    o.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // O_NONBLOCK: opening a FIFO never waits for a writer.
-        o.custom_flags(0o4000);
-    }
-    o.open(path).ok()
+    crate::platform::open_read_nonblocking(path).ok()
 }
 
 /// Project files `file` imports.
