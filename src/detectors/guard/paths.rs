@@ -325,8 +325,8 @@ impl Env {
         });
         for (pf, kind) in self.protected().iter().chain(resolved) {
             for f in &forms {
-                let inside = f.starts_with(pf);
-                let holds = op == Op::Remove && pf.starts_with(f);
+                let inside = under(f, pf);
+                let holds = op == Op::Remove && under(pf, f);
                 if inside || holds {
                     return Some((*kind, pf.clone()));
                 }
@@ -475,17 +475,33 @@ pub use crate::paths::lexical;
 /// made ~175 before).
 #[derive(Debug, Clone, Default)]
 struct Resolver {
-    /// Lexical prefix → its canonical form, `None` when it does not exist. A few dozen entries,
-    /// searched by length and bytes: cheaper than hashing every prefix of every path.
-    known: std::cell::RefCell<Vec<(PathBuf, Option<PathBuf>)>>,
+    /// Lexical path (its bytes) → its canonical form, `None` when it does not exist.
+    known: std::cell::RefCell<HashMap<Vec<u8>, Option<PathBuf>, Fnv>>,
 }
 
-fn same_bytes(a: &Path, b: &Path) -> bool {
-    let (a, b) = (
-        a.as_os_str().as_encoded_bytes(),
-        b.as_os_str().as_encoded_bytes(),
-    );
-    a.len() == b.len() && a == b
+/// FNV-1a over a path's bytes: a few dozen short keys per call, where `Path`'s own hash
+/// (component by component, through SipHash) cost more than the lookups it saved.
+type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
+
+#[derive(Default)]
+struct FnvHasher(u64);
+
+impl std::hash::Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
 }
 
 /// Symlinks followed in one resolution, as the kernel's limit.
@@ -493,57 +509,68 @@ const MAX_HOPS: u32 = 40;
 /// Longer paths are left to the OS (which refuses them) and not remembered.
 const MAX_CACHED_PATH: usize = 4096;
 
+/// `path.starts_with(dir)` for absolute, normalised paths, on their bytes: `Path::starts_with`
+/// parses both into components, and the guard compares dozens of pairs per call.
+fn under(path: &Path, dir: &Path) -> bool {
+    let (p, d) = (key(path), key(dir));
+    let sep = |b: u8| std::path::is_separator(char::from(b));
+    p.starts_with(d) && (p.len() == d.len() || sep(p[d.len()]) || d.last().is_some_and(|&b| sep(b)))
+}
+
+fn key(p: &Path) -> &[u8] {
+    p.as_os_str().as_encoded_bytes()
+}
+
 impl Resolver {
-    /// Walks an absolute, lexical `path` from the root: the canonical form of its longest
-    /// existing prefix, and the components after that prefix (empty when all of it exists).
+    /// Resolves an absolute, lexical `path`: the canonical form of its longest existing prefix,
+    /// and the components after that prefix (empty when all of it exists). Starts from the
+    /// nearest ancestor already resolved in this call, so paths sharing directories cost one
+    /// lookup and at most a `readlink` each.
     fn walk<'p>(&self, path: &'p Path, hops: u32) -> (PathBuf, Vec<&'p std::ffi::OsStr>) {
-        use std::path::Component;
-        let mut lex = PathBuf::new();
-        let mut canon = PathBuf::new();
-        let mut parts = path.components();
-        while let Some(c) = parts.next() {
-            lex.push(c);
-            let cached = self
-                .known
-                .borrow()
-                .iter()
-                .find(|(k, _)| same_bytes(k, &lex))
-                .map(|(_, v)| v.clone());
+        // Climb to the nearest ancestor known to exist (or the root).
+        let mut down: Vec<&'p std::ffi::OsStr> = Vec::new();
+        let mut at: &'p Path = path;
+        let mut canon = loop {
+            if let Some(Some(c)) = self.known.borrow().get(key(at)) {
+                break c.clone();
+            }
+            match (at.parent(), at.file_name()) {
+                (Some(parent), Some(name)) => {
+                    down.push(name);
+                    at = parent;
+                }
+                // The root (or a path lexical() could not fold): as it is.
+                _ => break at.to_path_buf(),
+            }
+        };
+        let mut lex = at.to_path_buf();
+        while let Some(name) = down.pop() {
+            lex.push(name);
+            let cached = self.known.borrow().get(key(&lex)).cloned();
             let next = match cached {
                 Some(v) => v,
                 None => {
-                    let v = match c {
-                        Component::Normal(name) => {
-                            let here = canon.join(name);
-                            match std::fs::read_link(&here) {
-                                Ok(target) if hops < MAX_HOPS => {
-                                    self.existing(&lexical(&canon.join(target)), hops + 1)
-                                }
-                                Ok(_) => None,
-                                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
-                                    Some(here)
-                                }
-                                Err(_) => None,
-                            }
+                    let here = canon.join(name);
+                    let v = match std::fs::read_link(&here) {
+                        Ok(target) if hops < MAX_HOPS => {
+                            self.existing(&lexical(&canon.join(target)), hops + 1)
                         }
-                        Component::ParentDir => {
-                            Some(canon.parent().map_or(canon.clone(), Path::to_path_buf))
-                        }
-                        Component::CurDir => Some(canon.clone()),
-                        Component::RootDir | Component::Prefix(_) => Some(lex.clone()),
+                        Ok(_) => None,
+                        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Some(here),
+                        Err(_) => None,
                     };
-                    self.known.borrow_mut().push((lex.clone(), v.clone()));
+                    self.known
+                        .borrow_mut()
+                        .insert(key(&lex).to_vec(), v.clone());
                     v
                 }
             };
             match next {
                 Some(n) => canon = n,
                 None => {
-                    let rest = std::iter::once(c)
-                        .chain(parts)
-                        .map(|c| c.as_os_str())
-                        .collect();
-                    return (canon, rest);
+                    down.push(name);
+                    down.reverse();
+                    return (canon, down);
                 }
             }
         }
