@@ -522,6 +522,13 @@ impl Payloads {
         encode(&v)
     }
 
+    fn pre_command(&self, session: &str, prompt_id: &str, call: &str, command: &str) -> Vec<u8> {
+        let mut v = self.stamp(&self.pre, session, prompt_id);
+        stamp_call(&mut v, call);
+        v["tool_input"]["command"] = Value::from(command);
+        encode(&v)
+    }
+
     fn post(&self, session: &str, prompt_id: &str, call: &str) -> Vec<u8> {
         let mut v = self.stamp(&self.post, session, prompt_id);
         stamp_call(&mut v, call);
@@ -663,6 +670,10 @@ enum Row {
     SessionStart,
     Prompt,
     PreFresh,
+    PreCargo,
+    PreNpm,
+    PrePytest,
+    PrePipeline,
     PostFresh,
     Stop,
     PromptNext,
@@ -677,12 +688,16 @@ enum Row {
 }
 
 impl Row {
-    const ALL: [Row; 16] = [
+    const ALL: [Row; 20] = [
         Row::Bare,
         Row::Floor,
         Row::SessionStart,
         Row::Prompt,
         Row::PreFresh,
+        Row::PreCargo,
+        Row::PreNpm,
+        Row::PrePytest,
+        Row::PrePipeline,
         Row::PostFresh,
         Row::Stop,
         Row::PromptNext,
@@ -705,6 +720,10 @@ impl Row {
             Row::SessionStart,
             Row::Prompt,
             Row::PreFresh,
+            Row::PreCargo,
+            Row::PreNpm,
+            Row::PrePytest,
+            Row::PrePipeline,
             Row::PostFresh,
             Row::Stop,
             Row::PromptNext,
@@ -718,6 +737,20 @@ impl Row {
         &[Row::PeerPost],
         &[Row::PeerStop],
     ];
+
+    /// The Bash command of a realistic-command row: the guard judges what a command names, so
+    /// `echo call-N` alone would never show what resolving its paths costs.
+    fn command(self) -> Option<&'static str> {
+        Some(match self {
+            Row::PreCargo => "cargo test --quiet",
+            Row::PreNpm => "npm run build",
+            Row::PrePytest => "pytest tests/test_a.py -x",
+            Row::PrePipeline => {
+                "git log --oneline -n 200 -- src | grep -v Merge | awk '{print $2}' | sort | uniq -c | sort -rn | head -20 > /tmp/top-words.txt"
+            }
+            _ => return None,
+        })
+    }
 
     fn is_peer(self) -> bool {
         matches!(self, Row::PeerPre | Row::PeerPost | Row::PeerStop)
@@ -745,6 +778,10 @@ impl Row {
                 "loopgate user-prompt-submit, next prompt of that session ({repo}; creates no file)"
             ),
             Row::PreFresh => "loopgate pre-tool-use, fresh session".into(),
+            Row::PreCargo | Row::PreNpm | Row::PrePytest | Row::PrePipeline => format!(
+                "loopgate pre-tool-use, fresh session, `{}`",
+                self.command().unwrap_or_default()
+            ),
             Row::PostFresh => "loopgate post-tool-use, fresh session".into(),
             Row::Stop => format!("loopgate stop, a turn judged without a walk ({repo})"),
             Row::StopJudge => {
@@ -793,6 +830,11 @@ fn invocation(row: Row, i: usize, ctx: &Ctx) -> Invocation {
         Row::Prompt => fresh("user-prompt-submit", p.prompt(&s, &prompt)),
         Row::PromptNext => fresh("user-prompt-submit", p.prompt(&s, &format!("{s}-next"))),
         Row::PreFresh => fresh("pre-tool-use", p.pre(&s, &prompt, &call)),
+        Row::PreCargo | Row::PreNpm | Row::PrePytest | Row::PrePipeline => {
+            let command = row.command().unwrap_or_default();
+            let call = format!("{call}-{row:?}");
+            fresh("pre-tool-use", p.pre_command(&s, &prompt, &call, command))
+        }
         Row::PostFresh => fresh("post-tool-use", p.post(&s, &prompt, &call)),
         Row::Stop => fresh("stop", p.stop(&s, &prompt)),
         Row::PromptLoaded => loaded("user-prompt-submit", p.prompt(ls, &lp)),
@@ -1056,6 +1098,10 @@ fn measure_instructions(ctx: &Ctx) -> Vec<(Row, Result<u64, String>)> {
         Row::Prompt,
         Row::PromptNext,
         Row::PreFresh,
+        Row::PreCargo,
+        Row::PreNpm,
+        Row::PrePytest,
+        Row::PrePipeline,
         Row::PostFresh,
         Row::PromptLoaded,
         Row::PreLoaded,
@@ -1407,6 +1453,7 @@ impl Report<'_> {
             self.pre_post_vs(Row::Floor, "the minimal Rust binary", TARGET_X_FLOOR),
             self.pre_post_vs(Row::Bare, "`/bin/true`", TARGET_X_BARE),
             self.flatness(),
+            self.realistic_commands(),
             self.prompt_vs_floor(),
             self.stop_vs_git_status(),
             self.peak_memory(),
@@ -1518,6 +1565,29 @@ impl Report<'_> {
             goal,
             pre.max(post) <= TARGET_FLAT_RATIO,
             format!("pre {pre:.2}×, post {post:.2}×"),
+        )
+    }
+
+    /// Issue 21: a call whose command names paths (`cargo test`, a pipeline) costs what an
+    /// `echo` call costs, within the flatness margin.
+    fn realistic_commands(&self) -> Target {
+        let goal = format!(
+            "pre-tool-use of realistic commands (cargo, npm, pytest, a pipeline) median ≤ {TARGET_FLAT_RATIO}× the echo call's"
+        );
+        let rows = [Row::PreCargo, Row::PreNpm, Row::PrePytest, Row::PrePipeline];
+        let (Some(echo), Some((row, worst))) =
+            (self.median(Row::PreFresh), self.worst_median(&rows))
+        else {
+            return Target::skip(goal);
+        };
+        let ratio = worst / echo;
+        Target::check(
+            goal,
+            ratio <= TARGET_FLAT_RATIO,
+            format!(
+                "worst {ratio:.2}× (`{}` {worst:.2} ms vs {echo:.2} ms)",
+                row.command().unwrap_or_default()
+            ),
         )
     }
 

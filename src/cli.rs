@@ -90,6 +90,8 @@ pub enum Command {
     Stop,
     /// Hook: SubagentStop
     SubagentStop,
+    /// Hook: ConfigChange (puts loopgate's hooks back when a settings change removes them)
+    ConfigChange,
     /// Hook: UserPromptSubmit (starts a new turn)
     UserPromptSubmit,
     /// See loopgate work: a short loop played through the real hook, in a throw-away directory
@@ -293,6 +295,7 @@ impl Command {
             Command::PostToolBatch => Event::PostToolBatch,
             Command::Stop => Event::Stop,
             Command::SubagentStop => Event::SubagentStop,
+            Command::ConfigChange => Event::ConfigChange,
             Command::UserPromptSubmit => Event::UserPromptSubmit,
             _ => return None,
         })
@@ -308,6 +311,7 @@ impl Command {
             Command::PostToolBatch => "post-tool-batch",
             Command::Stop => "stop",
             Command::SubagentStop => "subagent-stop",
+            Command::ConfigChange => "config-change",
             Command::UserPromptSubmit => "user-prompt-submit",
             Command::Status { .. } => "status",
             Command::Reset { .. } => "reset",

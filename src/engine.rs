@@ -53,8 +53,8 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
     state.updated_ms = state.updated_ms.max(ctx.now_ms);
     let mut subject = None;
     let mut verdicts = match event {
-        // Handled before the engine (`hook::session_start`): nothing to judge.
-        Event::SessionStart => Vec::new(),
+        // Handled before the engine (`hook::session_start`, `hook::config_change`).
+        Event::SessionStart | Event::ConfigChange => Vec::new(),
         Event::UserPromptSubmit => user_prompt(state, p, ctx),
         Event::PreToolUse => {
             follow_turn(state, p, ctx, true);
@@ -83,8 +83,11 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
             stop(state, p, ctx)
         }
         Event::SubagentStop => {
-            // The subagent is done: its loop state has nothing left to protect.
-            state.agents.remove(p.agent());
+            // The subagent is done: its loop state has nothing left to protect. Without an id
+            // it names no subagent, and the main agent is never the one that stopped.
+            if p.agent_id.as_deref().is_some_and(|id| !id.is_empty()) {
+                state.agents.remove(&p.agent_key());
+            }
             Vec::new()
         }
     };
@@ -545,10 +548,7 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
         verdicts.extend(script::window(&mut state.ceiling, key, now, &what));
     }
     let world = &state.world;
-    let agent = state
-        .agents
-        .entry(crate::payload::clip(p.agent(), 64))
-        .or_default();
+    let agent = state.agents.entry(p.agent_key()).or_default();
     agent.last_seen_ms = agent.last_seen_ms.max(now);
     let waited = waited(&agent.ledger, &key, slept(tool, input), now, ctx);
     {
@@ -609,7 +609,7 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
         });
     } else {
         agent.ledger.start(Pending {
-            id: p.tool_use_id.clone().unwrap_or_default(),
+            id: crate::payload::stored_id(p.tool_use_id.as_deref().unwrap_or_default()),
             key,
             target,
             start_ms: now,
@@ -721,13 +721,16 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     let batch = state.turn.batches;
     let agent = state
         .agents
-        .entry(crate::payload::clip(f.agent, 64))
+        .entry(crate::payload::stored_id(f.agent))
         .or_default();
     agent.last_seen_ms = agent.last_seen_ms.max(now);
-    let pending = agent.ledger.take_pending(f.id, None).or_else(|| {
-        let key = call_key(f.tool, f.input);
-        agent.ledger.take_pending("", Some(&key))
-    });
+    let pending = agent
+        .ledger
+        .take_pending(&crate::payload::stored_id(f.id), None)
+        .or_else(|| {
+            let key = call_key(f.tool, f.input);
+            agent.ledger.take_pending("", Some(&key))
+        });
     let (key, target, start_ms, epoch, waited) = match pending {
         Some(pd) => (pd.key, pd.target, pd.start_ms, pd.epoch, pd.waited),
         None => (
@@ -1016,10 +1019,7 @@ fn post_tool_batch(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verd
     for bc in p.tool_calls.as_deref().unwrap_or_default() {
         let text = response_text(bc);
         let id = bc.tool_use_id.as_deref().unwrap_or("");
-        let agent = state
-            .agents
-            .entry(crate::payload::clip(p.agent(), 64))
-            .or_default();
+        let agent = state.agents.entry(p.agent_key()).or_default();
         let pending = agent.ledger.pending_by_id(id).is_some();
         let status = if text.starts_with("PreToolUse:") {
             Status::Denied
@@ -1167,7 +1167,7 @@ fn account(
     }
     state.note(DecisionNote {
         at_ms: ctx.now_ms,
-        agent: crate::payload::clip(p.agent(), 64),
+        agent: p.agent_key(),
         event: event.name().to_string(),
         tool: p.tool().to_string(),
         detector: v.detector.to_string(),
@@ -1228,8 +1228,10 @@ mod tests {
         };
         let mut state = SessionState::new("s", 0);
         let long = "x".repeat(4000);
-        // Past every cap (96 entries for each of 8 agents, 256 files).
-        for i in 0..1_200u64 {
+        // Past every cap (96 entries for each of 21 agents, 48 pending calls each, 256 files),
+        // with ids and targets of thousands of characters: 28 subagents take turns, more than
+        // Claude Code's 20 at once.
+        for i in 0..2_500u64 {
             let ctx = Ctx {
                 now_ms: i * 1000,
                 ..ctx
@@ -1237,7 +1239,7 @@ mod tests {
             let agent = if i % 3 == 0 {
                 "main".to_string()
             } else {
-                format!("sub-{}", i % 11)
+                format!("sub-{}-{}", "y".repeat(200), i % 29)
             };
             let (tool, input) = match i % 4 {
                 0 => (
@@ -1250,9 +1252,9 @@ mod tests {
             };
             // Every fifth call made by a Code Mode script: the proxy level's window stays bounded.
             let id = if i % 5 == 0 {
-                format!("toolu_cc_{i:032x}")
+                format!("toolu_cc_{long}{i:020}")
             } else {
-                format!("toolu_{i:020}")
+                format!("toolu_{long}{i:020}")
             };
             let mut extra = json!({"tool_name": tool, "tool_input": input, "tool_use_id": id});
             if agent != "main" {
@@ -1264,22 +1266,27 @@ mod tests {
                 Event::PreToolUse,
                 &ctx,
             );
-            extra["tool_response"] = json!({"stdout": format!("answer {i} {long}"), "stderr": ""});
-            handle(
-                &mut state,
-                &payload("PostToolUse", extra),
-                Event::PostToolUse,
-                &ctx,
-            );
+            // One call in five never gets its PostToolUse (denied, interrupted): it stays pending.
+            if i % 5 != 4 {
+                extra["tool_response"] =
+                    json!({"stdout": format!("answer {i} {long}"), "stderr": ""});
+                handle(
+                    &mut state,
+                    &payload("PostToolUse", extra),
+                    Event::PostToolUse,
+                    &ctx,
+                );
+            }
         }
-        let json = serde_json::to_vec(&state).unwrap();
-        eprintln!("state after 1,200 calls: {} KiB as JSON", json.len() >> 10);
-        assert!(state.agents.len() <= crate::state::MAX_AGENTS);
+        let encoded = crate::codec::encode(&state, 1).unwrap().len();
+        eprintln!("state after 2,500 calls: {} KiB encoded", encoded >> 10);
+        assert_eq!(state.agents.len(), crate::state::MAX_AGENTS);
         assert!(state.ceiling.script_calls.len() <= 256);
+        // The store's slot, with room to spare for what a later version adds.
         assert!(
-            json.len() <= 256 << 10,
-            "state is {} KiB as JSON",
-            json.len() >> 10
+            encoded as u64 <= crate::store::SLOT / 2,
+            "state is {} KiB encoded",
+            encoded >> 10
         );
     }
 }

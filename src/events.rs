@@ -46,7 +46,7 @@ pub fn line(m: &Meta, v: &Verdict) -> Value {
     let mut o = json!({
         "ts": crate::clock::rfc3339(m.now_ms),
         "session": crate::payload::clip(&m.payload.session_id, 128),
-        "agent": crate::payload::clip(m.payload.agent(), 64),
+        "agent": m.payload.agent_key(),
         "prompt_id": m.payload.prompt_id,
         "event": m.event.name(),
         "tool": m.payload.tool_name,
@@ -68,7 +68,7 @@ pub fn line(m: &Meta, v: &Verdict) -> Value {
         o["tool_use_id"] = Value::String(crate::payload::clip(id, 128));
     }
     if let Some(id) = &m.payload.agent_id {
-        o["agent.id"] = Value::String(crate::payload::clip(id, 64));
+        o["agent.id"] = Value::String(crate::payload::stored_id(id));
     }
     if let Some(t) = m
         .payload

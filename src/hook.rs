@@ -36,7 +36,11 @@ pub fn run(cli: &Cli, expected: Event) -> Exit {
         crate::exit::fail_open_with(agent.fail_open_code());
     }
     // Streamed and compacted: a tool result of tens of megabytes is hashed, never held.
-    let read = crate::payload::compact::read_compact(std::io::stdin().lock(), MAX_INPUT);
+    let read = {
+        use crate::payload::compact::{read_compact_with, stdin_ready, STDIN_DEADLINE};
+        let deadline = std::time::Instant::now() + STDIN_DEADLINE;
+        read_compact_with(std::io::stdin().lock(), MAX_INPUT, || stdin_ready(deadline))
+    };
     if crate::config_sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
         return Exit::Ok;
     }
@@ -96,6 +100,9 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     ));
     if event == Event::SessionStart {
         return session_start(cli, &payload.session_id, &loaded.config);
+    }
+    if event == Event::ConfigChange {
+        return config_change(cli, &payload, project_dir.as_deref(), &loaded.config);
     }
     let config_problems = loaded.problems.clone();
     let mut problems = loaded.problems;
@@ -355,7 +362,7 @@ fn notice_line(m: &events::Meta, notice: &str) -> serde_json::Value {
     serde_json::json!({
         "ts": crate::clock::rfc3339(m.now_ms),
         "session": clip(&m.payload.session_id, 128),
-        "agent": clip(m.payload.agent(), 64),
+        "agent": m.payload.agent_key(),
         "prompt_id": m.payload.prompt_id,
         "event": m.event.name(),
         "tool": m.payload.tool_name,
@@ -410,4 +417,77 @@ pub fn state_dir(cli: &Cli) -> Result<PathBuf> {
 pub fn say(msg: &str) {
     let line = format!("loopgate: {}\n", clip(&msg.replace('\n', " "), 400));
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// ConfigChange: a settings file changed on disk. When the settings now switch loopgate off
+/// (hooks unwired, all hooks disabled, loopgate's environment overridden), the files are put
+/// right and the change is blocked, so the hooks Claude Code has loaded keep running and the next
+/// reload finds loopgate wired again; the person is told, on screen and in the log. See
+/// [`crate::wiring`].
+fn config_change(
+    cli: &Cli,
+    payload: &Payload,
+    project_dir: Option<&std::path::Path>,
+    cfg: &config::Config,
+) -> Result<Done> {
+    let silent = Done {
+        stdout: None,
+        problems: Vec::new(),
+        exit: Exit::Ok,
+    };
+    let Some(changed) = payload.file_path.as_deref().filter(|f| !f.is_empty()) else {
+        return Ok(silent);
+    };
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from);
+    let project = project_dir
+        .map(std::path::Path::to_path_buf)
+        .or_else(|| payload.cwd.as_deref().map(std::path::PathBuf::from));
+    let files = crate::wiring::settings_files(home.as_deref(), project.as_deref());
+    // A plugin's hooks live in the plugin, not in the settings: there is no wiring to restore.
+    let prefix = match std::env::var_os("CLAUDE_PLUGIN_ROOT") {
+        Some(_) => None,
+        None => {
+            let exe = std::env::current_exe().context("cannot find loopgate's own binary")?;
+            Some(crate::setup::command_prefix(&exe, cli.observe)?)
+        }
+    };
+    let mut notices = Vec::new();
+    let store = open_store(cli, &mut notices).ok();
+    let Some(undone) = crate::wiring::check_change(
+        std::path::Path::new(changed),
+        &files,
+        prefix.as_deref(),
+        store.as_ref().map(Store::dir),
+    ) else {
+        return Ok(silent);
+    };
+    let message = crate::redact::mask(&undone.message());
+    if let Some(store) = &store {
+        let line = serde_json::json!({
+            "ts": crate::clock::rfc3339(crate::clock::now_ms()),
+            "session": clip(&payload.session_id, 128),
+            "event": "ConfigChange",
+            "detector": "guard",
+            "decision": "deny",
+            "enforced": true,
+            "severity": "high",
+            "reason": message,
+            "evidence": {"file_path": clip(changed, 256)},
+        });
+        let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
+    }
+    Ok(Done {
+        stdout: Some(
+            serde_json::json!({
+                "decision": "block",
+                "reason": message,
+                "systemMessage": message,
+            })
+            .to_string(),
+        ),
+        problems: Vec::new(),
+        exit: Exit::Ok,
+    })
 }

@@ -39,6 +39,7 @@ pub mod store;
 pub mod tighten;
 pub mod usage;
 pub mod verdict;
+pub mod wiring;
 pub mod words;
 
 use clap::Parser;
@@ -204,6 +205,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             restore: restore.as_ref().map(|r| r.as_deref()),
             json: *json,
             managed: managed.then(|| managed_dir.clone().unwrap_or_else(setup::managed_dir)),
+            state_dir: hook::state_dir(cli).ok(),
         })?,
         Command::Report {
             state,
@@ -339,6 +341,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
             "stop" => command = Some(C::Stop),
             "subagent-stop" => command = Some(C::SubagentStop),
             "user-prompt-submit" => command = Some(C::UserPromptSubmit),
+            "config-change" => command = Some(C::ConfigChange),
             _ => return None,
         }
     }

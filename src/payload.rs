@@ -18,6 +18,8 @@ pub enum Event {
     Stop,
     SubagentStop,
     UserPromptSubmit,
+    /// Claude Code's settings changed on disk: loopgate's wiring is checked (see `wiring`).
+    ConfigChange,
 }
 
 impl Event {
@@ -31,6 +33,7 @@ impl Event {
             "Stop" => Event::Stop,
             "SubagentStop" => Event::SubagentStop,
             "UserPromptSubmit" => Event::UserPromptSubmit,
+            "ConfigChange" => Event::ConfigChange,
             _ => return None,
         })
     }
@@ -45,6 +48,7 @@ impl Event {
             Event::Stop => "Stop",
             Event::SubagentStop => "SubagentStop",
             Event::UserPromptSubmit => "UserPromptSubmit",
+            Event::ConfigChange => "ConfigChange",
         }
     }
 
@@ -97,6 +101,9 @@ pub struct Payload {
     pub is_interrupt: Option<bool>,
     #[serde(default)]
     pub stop_hook_active: Option<bool>,
+    /// ConfigChange: the settings file that changed.
+    #[serde(default)]
+    pub file_path: Option<String>,
     /// UserPromptSubmit: what the user asked (only its digest is kept).
     #[serde(default)]
     pub prompt: Option<String>,
@@ -203,6 +210,11 @@ impl Payload {
         }
     }
 
+    /// The agent's key in the state and the log: [`stored_id`] of [`Payload::agent`].
+    pub fn agent_key(&self) -> String {
+        stored_id(self.agent())
+    }
+
     /// A payload of another agent CLI that parsed as Claude Code's.
     pub fn foreign_marks(&self) -> bool {
         self.turn_id.is_some()
@@ -235,6 +247,17 @@ fn bound(s: &mut String) {
         cut -= 1;
     }
     *s = format!("{}…{}", &s[..cut], crate::canon::text_key(s));
+}
+
+/// An id (an agent's, a tool call's) as stored: itself up to 64 characters; a longer one
+/// becomes its first 31 characters and a hash of the whole, so two long ids sharing a prefix
+/// stay apart (clipping made two agents one) and the state keeps a bounded size.
+pub fn stored_id(id: &str) -> String {
+    if id.chars().count() <= 64 {
+        return clip(id, 64);
+    }
+    let head: String = clip(id, 31).chars().take(31).collect();
+    format!("{head}#{}", crate::canon::text_key(id))
 }
 
 /// Shortens untrusted text for messages and logs, on a char boundary.
@@ -316,21 +339,36 @@ pub mod compact {
         string: Option<Str>,
         skip: Option<Skip>,
         tokens: u64,
+        /// One complete top-level value has been read; what follows is not looked at.
+        pub done: bool,
     }
 
     /// Streams `r` (at most `cap` bytes) into compact JSON.
-    pub fn read_compact(mut r: impl Read, cap: u64) -> Result<Vec<u8>> {
+    pub fn read_compact(r: impl Read, cap: u64) -> Result<Vec<u8>> {
+        read_compact_with(r, cap, || Ok(()))
+    }
+
+    /// Streams `r` (at most `cap` bytes) into compact JSON, stopping as soon as one complete JSON
+    /// value has arrived: a CLI that leaves stdin open after writing the payload does not keep
+    /// the hook waiting for an end of input. `ready` is asked before each read and fails when
+    /// the input is too slow in coming (see [`stdin_ready`]).
+    pub fn read_compact_with(
+        mut r: impl Read,
+        cap: u64,
+        mut ready: impl FnMut() -> Result<()>,
+    ) -> Result<Vec<u8>> {
         const CHUNK: usize = 16 << 10;
         let mut c = Compactor::default();
-        // Filled by `read_to_end`, which reads into the spare capacity without zeroing it first:
-        // a typical payload touches one page of this buffer, not four.
-        let mut buf = Vec::with_capacity(CHUNK);
+        // At least stdin's own buffer (8 KiB), so its lock hands every read straight to the
+        // descriptor: bytes held back in that buffer would be invisible to `ready`'s poll.
+        let mut buf = vec![0u8; CHUNK];
         let mut total = 0u64;
-        loop {
-            buf.clear();
-            let n = match r.by_ref().take(CHUNK as u64).read_to_end(&mut buf) {
+        while !c.done {
+            ready()?;
+            let n = match r.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     return Err(anyhow::Error::new(e).context("cannot read hook input from stdin"))
                 }
@@ -339,15 +377,35 @@ pub mod compact {
             if total > cap {
                 bail!("hook input is larger than {} MiB; not judged", cap >> 20);
             }
-            c.feed(&buf)?;
+            c.feed(&buf[..n])?;
         }
         c.finish();
         Ok(c.out)
     }
 
+    /// How long a hook waits for its input to be complete: Claude Code writes a payload at
+    /// once, so only a stuck or hostile writer ever meets this.
+    pub const STDIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+    /// Waits until stdin has input (or its end), failing once `deadline` has passed.
+    pub fn stdin_ready(deadline: std::time::Instant) -> Result<()> {
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match crate::platform::stdin_readable_within(left) {
+                Ok(true) => return Ok(()),
+                Ok(false) => bail!(
+                    "hook input was not complete within {} s; not judged",
+                    STDIN_DEADLINE.as_secs()
+                ),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return Ok(()),
+            }
+        }
+    }
+
     impl Compactor {
         pub fn feed(&mut self, mut input: &[u8]) -> Result<()> {
-            while !input.is_empty() {
+            while !input.is_empty() && !self.done {
                 let used = if self.skip.is_some() {
                     self.skipping(input)
                 } else if self.string.is_some() {
@@ -402,6 +460,10 @@ pub mod compact {
                     b'}' | b']' => {
                         self.stack.pop();
                         self.out.push(b);
+                        if self.stack.is_empty() {
+                            self.done = true;
+                            return Ok(i + 1);
+                        }
                     }
                     b',' => {
                         let full = self.tokens >= MAX_TOKENS;

@@ -23,6 +23,13 @@ fn secrets() -> &'static Regex {
             // mysql -pPASS (only for the MySQL family: -p is a common flag elsewhere).
             r"|(?P<mysql>(?i:\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b)[^\n|;&]*?\s-p)[^\s'\x22`)]+",
             r"|(?P<bearer>(?i:\bbearer\s+))[A-Za-z0-9._~+/=-]{8,}",
+            // A bare `pass` key (`DB_PASS=`, `SMTP_PASS_1=`, JSON "pass"), not `bypass`/`compass`.
+            r#"|(?P<pass>(?i:(?:\b|_)pass(?:_[A-Za-z0-9_]*)?)["']?\s*[:=]\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s'"&,;}\])`]+)"#,
+            // The password options of programs whose `-p`/`-a` is a password (elsewhere `-p` is
+            // a common flag): `docker login -p`, `sshpass -p`, `redis-cli -a`.
+            r"|(?P<progpw>(?i:\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras)\b[^\n|;&]*?\blogin\b[^\n|;&]*?\s-p(?:=|\s+)|\bsshpass\s+-p\s*|\bredis-cli\b[^\n|;&]*?\s-a\s+))[^\s'\x22`)]+",
+            // curl's `-u user:pass` / `--user user:pass`: the password after the colon.
+            r"|(?P<userpw>(?:\s-u\s*|--user(?:=|\s+))['\x22]?[^\s:'\x22]+:)[^\s'\x22`)]+",
             // Known token shapes.
             r"|\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{8,}|[sr]k_(?:live|test)_[A-Za-z0-9]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}|(?:AKIA|ASIA)[0-9A-Z]{16}|xox[abpors]-[A-Za-z0-9-]{8,}|AIza[0-9A-Za-z_-]{20,}|hf_[A-Za-z0-9]{16,}|npm_[A-Za-z0-9]{20,}|glpat-[A-Za-z0-9_-]{16,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,})",
             // A token prefix cut by a clip (`ghp_abc…`): what is left is still part of a secret.
@@ -63,6 +70,9 @@ const TRIGGERS: &[&str] = &[
     "cookie",
     "mysql",
     "mariadb",
+    "curl",
+    "login",
+    "redis",
 ];
 
 /// For each byte, the triggers that start with it (either case), as a bit set over [`TRIGGERS`].
@@ -105,7 +115,9 @@ pub fn mask(text: &str) -> String {
         return text.to_string();
     }
     let out = secrets().replace_all(text.as_bytes(), |c: &regex::bytes::Captures| {
-        for keep in ["pem", "kv", "flag", "mysql", "bearer"] {
+        for keep in [
+            "pem", "kv", "flag", "mysql", "bearer", "pass", "progpw", "userpw",
+        ] {
             if let Some(m) = c.name(keep) {
                 return [m.as_bytes(), b"***"].concat();
             }
@@ -116,6 +128,43 @@ pub fn mask(text: &str) -> String {
         b"***".to_vec()
     });
     // Matches start and end on ASCII bytes, so no character is ever cut.
+    let out = String::from_utf8_lossy(&out).into_owned();
+    if has_aws_key_id(text) {
+        return mask_aws_secret(&out);
+    }
+    out
+}
+
+fn has_aws_key_id(text: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"(?-u)\b(?:AKIA|ASIA)[0-9A-Z]{16}\b").expect("compiles"))
+        .is_match(text.as_bytes())
+}
+
+/// A text holding an AWS access key id: any 40-character token shaped like its secret access key
+/// (base64 letters, both cases) is that key, even without a name beside it (a credentials CSV
+/// line, `aws configure` answers).
+fn mask_aws_secret(text: &str) -> String {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"(?-u)(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])")
+            .expect("compiles")
+    });
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut at = 0;
+    let mut from = 0;
+    while let Some(c) = re.captures_at(b, from) {
+        let m = c.get(1).expect("group 1");
+        let key = m.as_bytes();
+        from = m.end();
+        if key.iter().any(u8::is_ascii_uppercase) && key.iter().any(u8::is_ascii_lowercase) {
+            out.extend_from_slice(&b[at..m.start()]);
+            out.extend_from_slice(b"***");
+            at = m.end();
+        }
+    }
+    out.extend_from_slice(&b[at..]);
     String::from_utf8_lossy(&out).into_owned()
 }
 
@@ -214,6 +263,17 @@ mod tests {
             "Bash `export API_KEY=***` failed"
         );
         assert!(!might_hold_secret("npm test -- --watch=false"));
+        // The password forms of issue 21 stay narrow: a port, a flag, a commit id are left alone.
+        for plain in [
+            "docker run -p 8080:80 app",
+            "ssh -p 2222 host",
+            "git push -u origin main",
+            "bypass=1 compass=north ./run",
+            "git show 0123456789abcdef0123456789abcdef01234567",
+            "curl -s https://example.com",
+        ] {
+            assert_eq!(mask(plain), plain);
+        }
         let mut v = serde_json::json!({"a": ["PGPASSWORD=pgsecret99"], "b": 1});
         mask_value(&mut v);
         assert!(!v.to_string().contains("pgsecret99"), "{v}");

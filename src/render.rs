@@ -77,6 +77,8 @@ pub fn answer(event: Event, v: &Verdict) -> Option<String> {
         (Event::Stop | Event::SubagentStop, Action::Warn | Action::Ask) => return None,
         // Nothing judges a session's start; its stdout would reach the model (observed).
         (Event::SessionStart, _) => return None,
+        // Answered by `hook::config_change` itself.
+        (Event::ConfigChange, _) => return None,
     };
     Some(out.to_string())
 }

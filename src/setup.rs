@@ -31,6 +31,7 @@ pub const HOOKS: &[(&str, &str, bool)] = &[
     ("Stop", "stop", false),
     ("SubagentStop", "subagent-stop", false),
     ("UserPromptSubmit", "user-prompt-submit", false),
+    ("ConfigChange", "config-change", false),
 ];
 
 /// Seconds Claude Code waits for one loopgate hook before giving up on it (it then fails open).
@@ -760,7 +761,11 @@ fn resolve_symlink(path: &Path) -> PathBuf {
 }
 
 /// Writes `contents` to a temporary file beside `path`, syncs it, then renames it over `path`.
-fn write_atomic(path: &Path, contents: &[u8], permissions: Option<&fs::Permissions>) -> Result<()> {
+pub(crate) fn write_atomic(
+    path: &Path,
+    contents: &[u8],
+    permissions: Option<&fs::Permissions>,
+) -> Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),

@@ -9,8 +9,9 @@ use std::collections::{BTreeMap, VecDeque};
 pub const MAIN_AGENT: &str = "main";
 pub const STATE_VERSION: u32 = 2;
 
-/// Agents tracked at once (the main agent plus concurrent subagents).
-pub const MAX_AGENTS: usize = 8;
+/// Agents tracked at once: the main agent and the 20 subagents Claude Code runs at once (with
+/// fewer, subagents taking turns evicted one another before any could repeat itself).
+pub const MAX_AGENTS: usize = 21;
 /// Finished turns remembered for recognising a repeated turn.
 pub const MAX_TURNS: usize = 12;
 /// Decisions kept for `status`.
@@ -260,7 +261,7 @@ mod tests {
     fn agents_are_evicted_least_recently_seen_first_never_main() {
         let mut s = SessionState::new("s", 0);
         for (i, name) in std::iter::once(MAIN_AGENT.to_string())
-            .chain((0..20).map(|i| format!("sub{i}")))
+            .chain((0..30).map(|i| format!("sub{i}")))
             .enumerate()
         {
             s.agents.entry(name).or_default().last_seen_ms = i as u64;
@@ -269,7 +270,7 @@ mod tests {
         assert_eq!(s.agents.len(), MAX_AGENTS);
         assert!(s.agents.contains_key(MAIN_AGENT));
         assert!(
-            s.agents.contains_key("sub19"),
+            s.agents.contains_key("sub29"),
             "the newest subagent is kept"
         );
         assert!(

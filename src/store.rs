@@ -233,9 +233,27 @@ impl Store {
     /// Writes the state into the slot it was not read from, in place, without fsync.
     pub fn save(&self, lock: &SessionLock, state: &SessionState) -> Result<()> {
         let (slot, generation) = match lock.slot.get() {
+            // No session saves 2^62 times: a generation this high was forged (or is garbage
+            // that passed the checksum). Counting on from it would wrap, and the reader would
+            // keep taking the high slot for ever, freezing the session. Start again from 1 in
+            // the other slot, then overwrite the high one with 2.
+            Some((slot, g)) if g >= RESTART_GENERATION => {
+                self.write_slot(lock, state, 1 - slot, 1)?;
+                (slot, 2)
+            }
             Some((slot, g)) => (1 - slot, g + 1),
             None => (0, 1),
         };
+        self.write_slot(lock, state, slot, generation)
+    }
+
+    fn write_slot(
+        &self,
+        lock: &SessionLock,
+        state: &SessionState,
+        slot: u64,
+        generation: u64,
+    ) -> Result<()> {
         // Secrets never reach the state: every text it keeps from a payload (targets, error
         // previews, decision summaries, an escalation's reason) is masked where it enters.
         let bytes = codec::encode(state, generation)
@@ -296,6 +314,9 @@ impl Store {
         self.path(&Self::stem(session_id), EXT)
     }
 }
+
+/// A generation past this is not one a session reached by saving (see [`Store::save`]).
+const RESTART_GENERATION: u64 = 1 << 62;
 
 /// The valid slot with the highest generation: (slot, generation, state), or why none is valid.
 ///
@@ -481,6 +502,23 @@ mod tests {
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&d.path().join("st")), 0o700);
         assert_eq!(mode(&lock.state_path), 0o600);
+    }
+
+    /// A slot forged at the highest generation does not freeze the session: the next save starts
+    /// the count again in both slots, and every later save is read back.
+    #[test]
+    fn a_generation_at_its_maximum_starts_again_instead_of_freezing() {
+        let (_d, store) = store();
+        saved(&store, 1);
+        let path = lock(&store).state_path.clone();
+        let forged = codec::encode(&SessionState::new("s", 0), u64::MAX).unwrap();
+        let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+        platform::write_all_at(&f, &forged, SLOT).unwrap();
+        assert_eq!(calls(&store), Some(0), "the forged slot is the newest");
+        for n in 2..=5 {
+            saved(&store, n);
+            assert_eq!(calls(&store), Some(n));
+        }
     }
 
     #[test]

@@ -119,6 +119,64 @@ const DISABLING_BASH: &[&str] = &[
     "cat /dev/null > ~/.local/state/loopgate/events.jsonl",
     "rsync -a --delete empty/ ~/.local/state/loopgate/",
     "install -D /dev/null ~/.config/loopgate/config.toml",
+    // the writing twins of harmless work below (issue 21): find -exec by what it runs, globs
+    // that do reach a dot dir, interpreters editing in place or writing, git on the work tree
+    "find . -name settings.json -exec rm {} +",
+    "find . -name '*.toml' -exec cp /dev/null {} \\;",
+    "find . -name 'settings*.json' -exec sh -c 'echo {} > /dev/null' \\;",
+    "find ~ -name settings.json -exec sed -i s/loopgate/true/ {} +",
+    "sed -i 's/foo/bar/' .*/*.json",
+    "sed -i 's/loopgate/true/' .claude/*.json",
+    "perl -pi -e 's/loopgate/true/' ~/.claude/settings.json",
+    "perl -i.bak -ne 'print unless /loopgate/' .claude/settings.json",
+    "gawk -i inplace '{gsub(/loopgate/,\"true\")}1' ~/.claude/settings.json",
+    "awk '{print > \".claude/settings.json\"}' /tmp/x",
+    "awk '{print $0 > FILENAME}' .claude/settings.json",
+    "python3 -m json.tool /tmp/evil.json .claude/settings.json",
+    "python3 script.py .claude/settings.json",
+    "python3 -c \"import json; json.dump({}, open('.claude/settings.json','w'))\"",
+    "git restore .claude/settings.json",
+    "git restore --staged --worktree .claude/settings.json",
+    "git rm .claude/settings.json",
+    "cp target/release/loopgate ~/.local/bin/",
+    "cd loopgate && cp target/release/loopgate ~/.cargo/bin/loopgate",
+    // brace expansion, $'…' strings, ${X:=…} (issue 21)
+    "rm ~/.claude/settings.{json,bak}",
+    "rm -rf ~/.local/state/{loop,}gate",
+    "echo x > $'.claude/loopgate.toml'",
+    "echo x > $'\\x2eclaude/settings.json'",
+    "rm $'\\056claude/settings.json'",
+    "echo x > ${D:=.claude}/loopgate.toml",
+    // what a process substitution prints, sourced or run
+    "source <(echo 'loopgate reset --all')",
+    ". <(printf 'rm -rf ~/.local/state/loopgate\\n')",
+    "bash <(echo \"loopgate setup --uninstall\")",
+    // every agent CLI's hook and trust files, user- and project-level
+    "rm ~/.codex/hooks.json",
+    "echo '' > ~/.codex/config.toml",
+    "sed -i '/loopgate/d' ~/.gemini/settings.json",
+    "echo '{}' > ~/.qwen/settings.json",
+    "rm -rf ~/.copilot/hooks",
+    "rm .github/hooks/loopgate.json",
+    "echo '{}' > .gemini/settings.json",
+    // command lines run by wrappers, subcommands from variables, interpreters running loopgate,
+    // writers that pass for readers (issue 21)
+    "env -S 'loopgate reset --all'",
+    "env -S\"loopgate setup --uninstall\"",
+    "flock /tmp/l -c 'loopgate reset --all'",
+    "flock -w 5 /tmp/l --command \"rm ~/.claude/settings.json\"",
+    "s=reset; loopgate $s --all",
+    "loopgate gc --all",
+    "git -c alias.x='!loopgate reset --all' x",
+    "python3 -c \"import os; os.system('loopgate reset --all')\"",
+    "python3 -c \"import subprocess; subprocess.run(['loopgate', 'setup', '--uninstall'])\"",
+    "node -e \"require('fs').rmSync(require('os').homedir()+'/.claude/settings.json')\"",
+    "sort -o ~/.claude/settings.json /tmp/x",
+    "sort /tmp/x --output=.claude/settings.json",
+    "uniq /tmp/x .claude/settings.json",
+    "yq -i '.hooks = {}' .claude/settings.json",
+    "sed -n 'w .claude/settings.json' /tmp/x",
+    "sed 's/a/b/w ~/.claude/settings.json' /tmp/x",
 ];
 
 fn disabling_tools() -> Vec<(&'static str, Value)> {
@@ -179,6 +237,23 @@ fn disabling_tools() -> Vec<(&'static str, Value)> {
             "mcp__fs__edit_file",
             json!({"path": ".claude/loopgate.toml", "edits": []}),
         ),
+        // Codex apply_patch with several files, a deletion, a move (issue 21)
+        (
+            "apply_patch",
+            json!({"command": "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** Delete File: .claude/settings.json\n*** End Patch\n"}),
+        ),
+        (
+            "apply_patch",
+            json!({"command": "*** Begin Patch\n*** Update File: .claude/loopgate.toml\n*** Move to: notes/old.toml\n*** End Patch\n"}),
+        ),
+        (
+            "apply_patch",
+            json!({"command": "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Add File: ~/.codex/hooks.json\n+{}\n*** End Patch\n"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "~/.gemini/settings.json", "content": "{}"}),
+        ),
     ]
 }
 
@@ -218,6 +293,94 @@ const HARMLESS_BASH: &[&str] = &[
     "echo $(date) > notes.txt",
 ];
 
+/// Ordinary developer work that names loopgate, reads its files or works in a checkout of
+/// loopgate itself (`loopgate/` in the project, with its own build outputs): the word `loopgate`
+/// is the binary only where it is the program run or the installed binary's path.
+const DEVELOPER_WORK: &[&str] = &[
+    "cargo build -p loopgate",
+    "cargo test -p loopgate --lib guard",
+    "cargo test --quiet",
+    "npm run build",
+    "pytest tests/test_a.py -x",
+    "man loopgate",
+    "docker build -t loopgate .",
+    "docker run --rm --name loopgate loopgate:latest",
+    "git switch -c loopgate",
+    "git checkout -b loopgate",
+    "git branch -D loopgate",
+    "git push origin loopgate",
+    "npm install loopgate",
+    "pip install loopgate",
+    "kubectl get pods -l app=loopgate",
+    "mkdir -p loopgate/src && touch loopgate/src/main.rs",
+    "rm -f loopgate.log",
+    "mv loopgate.md docs/loopgate.md",
+    "cd loopgate && rm -rf target/debug/loopgate",
+    "cd loopgate && cp target/release/loopgate dist/",
+    "ls -la loopgate/target/debug/loopgate",
+    "strip loopgate/target/release/loopgate",
+    "cd loopgate && ./target/debug/loopgate status",
+    "./loopgate/target/debug/loopgate --help",
+    "cargo run --bin loopgate -- status",
+    "grep -rn loopgate src/",
+    "rg -l 'loopgate' --type rust",
+    "echo loopgate > name.txt",
+    "find . -type f -exec grep -l TODO {} +",
+    "find . -name '*.rs' -exec wc -l {} \\;",
+    "find . -name '*.json' -exec cat {} \\;",
+    "sed -i 's/foo/bar/' */*.json",
+    "awk '{print $1}' .claude/settings.json",
+    "awk -F: '/hooks/ {print NR}' ~/.claude/settings.json",
+    "awk '$2 > 3 {print}' .claude/settings.json",
+    "perl -ne 'print if /hooks/' ~/.claude/settings.json",
+    "python3 -m json.tool .claude/settings.json",
+    "python3 -m json.tool ~/.claude/settings.json",
+    "cat .claude/settings.json | python3 -m json.tool",
+    "python3 -c \"import json; print(json.dumps(json.load(open('.claude/settings.json')), indent=2))\"",
+    "node -e \"console.log(JSON.stringify(require('./.claude/settings.json'), null, 2))\"",
+    "git restore --staged .claude/settings.json",
+    "git rm --cached .claude/settings.local.json",
+    "git add .claude/settings.json",
+    "git diff .claude/settings.json",
+    "git show HEAD:.claude/settings.json",
+    "git log -p -- .claude/settings.json",
+    "sort -u .claude/settings.json",
+    "loopgate status --json | jq .",
+    "loopgate report --since 1h | less",
+    "loopgate doctor",
+    "git commit -am \"guard: loopgate reset --all is refused\"",
+    "git stash && git stash pop",
+    "cat ~/.claude/settings.json | jq '.hooks | keys'",
+    "tar czf /tmp/claude-backup.tgz .claude",
+    "diff <(jq -S . .claude/settings.json) <(jq -S . ~/.claude/settings.json)",
+    "chmod +x scripts/loopgate.sh",
+    "ls ~/.local/bin/loopgate",
+    "file \"$(which loopgate)\"",
+    "sha256sum $(which loopgate)",
+    "source <(kubectl completion bash)",
+    "source <(echo 'export PATH=$PATH:/opt/bin')",
+    "mkdir -p src/{a,b,c}",
+    "cp config.{yml,yml.bak}",
+    "echo $'hello\\tworld'",
+    "echo ${X:=default}",
+    "cat ~/.codex/config.toml",
+    "jq . ~/.gemini/settings.json",
+    "ls .github/hooks",
+    "cat .qwen/settings.json",
+    "env -S 'echo hello'",
+    "flock /tmp/l -c 'cargo build'",
+    "sort -o sorted.txt names.txt",
+    "uniq names.txt unique.txt",
+    "yq -i '.version = 2' config.yaml",
+    "yq '.hooks' .claude/settings.json",
+    "sed -n '1,5p' .claude/settings.json",
+    "sed 's/a/b/w changes.log' input.txt",
+    "git -c alias.lg='!git log --oneline' lg",
+    "python3 -c \"import os; os.system('make test')\"",
+    "node -e \"require('fs').rmSync('dist', {recursive: true})\"",
+    "s=status; loopgate $s",
+];
+
 fn harmless_tools() -> Vec<(&'static str, Value)> {
     vec![
         ("Read", json!({"file_path": "{proj}/.claude/loopgate.toml"})),
@@ -245,6 +408,16 @@ fn harmless_tools() -> Vec<(&'static str, Value)> {
         (
             "Write",
             json!({"file_path": "{proj}/.claude/settings.local.json", "content": "{\"permissions\": {\"allow\": [\"Bash(npm test)\"]}}"}),
+        ),
+        // Codex apply_patch over ordinary files: several, a deletion, a move.
+        (
+            "apply_patch",
+            json!({"command": "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** Delete File: src/old.rs\n*** Update File: src/b.rs\n*** Move to: src/c.rs\n*** End Patch\n"}),
+        ),
+        // Another CLI's project settings, changed without touching loopgate.
+        (
+            "Write",
+            json!({"file_path": "{proj}/.gemini/settings.json", "content": "{\"theme\": \"dark\"}"}),
         ),
     ]
 }
@@ -294,20 +467,45 @@ fn harmless_reads_and_work_are_allowed() {
     let mut cases: Vec<(&str, Value)> = HARMLESS_BASH.iter().map(|c| bash(c)).collect();
     cases.extend(harmless_tools());
     assert!(cases.len() >= 15);
+    assert_all_allowed(&mut env, 1000, &cases);
+}
+
+/// Runs every case through the binary and fails listing those denied or given any reason.
+fn assert_all_allowed(env: &mut Env, first_session: usize, cases: &[(&str, Value)]) {
     let denied: Vec<String> = cases
         .iter()
         .enumerate()
         .filter_map(|(n, (tool, input))| {
-            let (hit, reason) = judge(&mut env, 1000 + n, tool, input);
+            let (hit, reason) = judge(env, first_session + n, tool, input);
             (hit || !reason.is_empty()).then(|| format!("{tool} {input}: {reason}"))
         })
         .collect();
     assert!(
         denied.is_empty(),
-        "{} harmless calls denied:\n{}",
+        "{} of {} harmless calls denied:\n{}",
         denied.len(),
+        cases.len(),
         denied.join("\n")
     );
+}
+
+#[test]
+fn ordinary_developer_work_is_allowed() {
+    let mut env = Env::new();
+    // A checkout of loopgate with its build outputs, and settings files for the globs to meet.
+    let checkout = env.project.join("loopgate");
+    for dir in ["target/debug", "target/release", "dist"] {
+        std::fs::create_dir_all(checkout.join(dir)).unwrap();
+    }
+    for bin in ["target/debug/loopgate", "target/release/loopgate"] {
+        std::fs::write(checkout.join(bin), "#!/bin/sh\n").unwrap();
+    }
+    std::fs::create_dir_all(env.project.join(".claude")).unwrap();
+    std::fs::write(env.project.join(".claude/settings.json"), "{}").unwrap();
+    std::fs::create_dir_all(env.project.join("web")).unwrap();
+    std::fs::write(env.project.join("web/package.json"), "{}").unwrap();
+    let cases: Vec<(&str, Value)> = DEVELOPER_WORK.iter().map(|c| bash(c)).collect();
+    assert_all_allowed(&mut env, 2000, &cases);
 }
 
 #[test]
@@ -334,4 +532,121 @@ fn the_user_can_turn_the_guard_off_but_the_project_cannot() {
         )
         .0
     );
+}
+
+/// Every Bash command and file edit of the 78 real sessions in the project's transcript corpus
+/// (`tests/data/corpus_calls.json`, made by `contrib/corpus-calls.py`) passes the guard. Judged in
+/// process, with the environment a hook call builds (home, project, state dir, installed binary):
+/// three thousand binary runs would add a minute to the suite, and the table tests above already
+/// drive the same judgement through the binary.
+#[test]
+fn every_call_of_the_transcript_corpus_passes_the_guard() {
+    use loopgate::detectors::guard::{judge, GuardEnv};
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus_calls.json"),
+    )
+    .unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let calls = doc["calls"].as_array().unwrap();
+    assert!(calls.len() > 3000, "{} calls", calls.len());
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    let mut env = GuardEnv::default();
+    env.home = Some(home.clone());
+    env.cwd = project.clone();
+    env.exe = Some(home.join(".local/bin/loopgate"));
+    env.protect_defaults(Some(&project), Some(&home.join(".local/state/loopgate")));
+    let denied: Vec<String> = calls
+        .iter()
+        .filter_map(|c| {
+            let tool = c[0].as_str().unwrap();
+            judge(tool, &c[1], &env).map(|f| format!("{tool} {}: {f}", c[1]))
+        })
+        .collect();
+    assert!(
+        denied.is_empty(),
+        "{} of {} corpus calls denied:\n{}",
+        denied.len(),
+        calls.len(),
+        denied.join("\n")
+    );
+}
+
+/// Commands built to exhaust the guard are refused with a reason, quickly and in bounded memory
+/// (on the landed guard the doubling took 74 s and 12 GB, 15,000 here-documents 13 s, and the
+/// rest went through); the same shapes doing ordinary work are judged whole and allowed.
+#[test]
+fn bombs_are_refused_with_a_reason_and_big_work_is_judged_whole() {
+    let mut env = Env::new();
+    let heredocs = "cat <<E\nx\nE\n".repeat(15_000);
+    let refused = [
+        (
+            "a=xx;".to_string() + &"a=$a$a$a$a;".repeat(16) + "echo \"$a\" >/dev/null",
+            "too complex",
+        ),
+        (
+            format!("echo {}true{}", "$(".repeat(3000), ")".repeat(3000)),
+            "too complex",
+        ),
+        // Judged whole (or, on a machine too loaded to finish within the time limit, refused
+        // for that): never let through for its size.
+        (format!("{heredocs}loopgate reset --all"), "loopgate"),
+        (
+            format!("echo {}; loopgate reset --all", "a".repeat(300_000)),
+            "more than loopgate judges",
+        ),
+    ];
+    for (n, (command, why)) in refused.iter().enumerate() {
+        let started = std::time::Instant::now();
+        let (hit, reason) = judge(&mut env, 3000 + n, "Bash", &json!({ "command": command }));
+        assert!(
+            hit && reason.contains(why),
+            "{:?}…: {reason}",
+            &command[..20]
+        );
+        assert!(started.elapsed().as_secs() < 10, "{:?}…", &command[..20]);
+    }
+    let lines: String = (0..15_000).map(|i| format!("line {i}\n")).collect();
+    let allowed = [
+        heredocs,
+        format!("cat > notes.md <<'EOF'\n{lines}EOF\necho done"),
+    ];
+    for (n, command) in allowed.iter().enumerate() {
+        let (hit, reason) = judge(&mut env, 3100 + n, "Bash", &json!({ "command": command }));
+        assert!(!hit && reason.is_empty(), "{:?}…: {reason}", &command[..20]);
+    }
+}
+
+/// Symlinks are followed to what they reach, each directory resolved once per call: a link in
+/// the project to the user's `.claude` (or to its settings file) is the settings, a link to an
+/// ordinary directory is not.
+#[test]
+fn writes_through_symlinks_are_judged_by_where_they_land() {
+    let mut env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::write(home.join(".claude/settings.json"), "{}").unwrap();
+    std::fs::create_dir_all(home.join("scratch")).unwrap();
+    let link = |to: &std::path::Path, name: &str| {
+        std::os::unix::fs::symlink(to, env.project.join(name)).unwrap()
+    };
+    link(&home.join(".claude"), "cfg");
+    link(&home.join(".claude/settings.json"), "s.json");
+    link(&home.join("scratch"), "scratch");
+    for (n, (command, refused)) in [
+        ("echo '{}' > cfg/settings.json", true),
+        ("echo '{}' > s.json", true),
+        ("sed -i s/loopgate/true/ s.json", true),
+        ("rm -rf cfg/", true),
+        ("echo notes > scratch/notes.txt", false),
+        ("cat s.json", false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (hit, reason) = judge(&mut env, 4000 + n, "Bash", &json!({ "command": command }));
+        assert_eq!(hit, refused, "{command}: {reason}");
+    }
 }

@@ -1,5 +1,6 @@
 mod big_inputs;
 mod common;
+mod config_change;
 mod dialects;
 mod e2e;
 mod faults;

@@ -327,10 +327,23 @@ fn report_counts_events_and_judges_each_session() {
     let none = env.run(&["report", "--session", "other"], b"");
     assert!(none.stdout.contains("0 sessions"), "{}", none.stdout);
     assert_eq!(env.run(&["report", "--since", "soon"], b"").code, 1);
+    // One line that is not UTF-8 in the log: skipped and counted, the rest still reported (it
+    // used to make the whole file unreadable, and the report empty).
+    let log = env.state.join("events.jsonl");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.splice(0..0, b"{\"session\":\"\xff\xfe\"}\n".iter().copied());
+    std::fs::write(&log, bytes).unwrap();
+    let out = env.run(&["report", "--json"], b"");
+    let r: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(r["by_detector"]["repeat"].as_u64().unwrap() >= 1, "{r}");
+    assert_eq!(r["unreadable_lines_skipped"], 1, "{r}");
+    let text = env.run(&["report"], b"");
+    assert!(text.stdout.contains("1 unreadable line"), "{}", text.stdout);
+    assert!(text.stdout.contains("looping on inputs"), "{}", text.stdout);
 }
 
 #[test]
-fn six_subagents_each_repeating_a_failing_call_are_each_denied() {
+fn twenty_subagents_each_repeating_a_failing_call_are_each_denied() {
     let env = Env::new();
     let input = json!({"command": "cat config/missing.yml"});
     let err = "Exit code 1\ncat: config/missing.yml: No such file or directory";
@@ -342,14 +355,21 @@ fn six_subagents_each_repeating_a_failing_call_are_each_denied() {
         p["tool_use_id"] = json!(id);
         env.hook(sub, &p)
     };
+    // Claude Code runs up to 20 subagents at once; their ids here share a prefix longer than
+    // the 64 characters an id is stored in, so clipping would make them one agent.
+    let agent = |a: usize| format!("{}-{a}", "subagent".repeat(10));
     // Interleaved, as concurrent subagents run: each fails twice, then each third try is denied.
     for round in 0..2 {
-        for a in 1..=6 {
+        for a in 1..=20 {
             let id = format!("a{a}-{round}");
-            let agent = format!("agent-{a}");
-            assert!(call(&agent, &id, "PreToolUse", "pre-tool-use", json!({})).is_silent_allow());
+            let out = call(&agent(a), &id, "PreToolUse", "pre-tool-use", json!({}));
+            assert!(
+                out.is_silent_allow(),
+                "agent {a} round {round}: {}",
+                out.stdout
+            );
             call(
-                &agent,
+                &agent(a),
                 &id,
                 "PostToolUseFailure",
                 "post-tool-use-failure",
@@ -357,16 +377,36 @@ fn six_subagents_each_repeating_a_failing_call_are_each_denied() {
             );
         }
     }
-    for a in 1..=6 {
+    for a in 1..=20 {
         let out = call(
-            &format!("agent-{a}"),
+            &agent(a),
             &format!("a{a}-2"),
             "PreToolUse",
             "pre-tool-use",
             json!({}),
         );
-        assert!(out.denied(), "agent-{a}: {}", out.stdout);
+        assert!(out.denied(), "agent {a}: {}", out.stdout);
     }
     // The main agent has not run the command at all: it is not denied.
     assert!(env.pre("Bash", input, "main-1").is_silent_allow());
+}
+
+/// A SubagentStop that names no agent stops no one: the main agent's record of its repeated
+/// failing call survives it (it used to be wiped, and the third try went through).
+#[test]
+fn a_subagent_stop_without_an_agent_id_leaves_the_main_agent_alone() {
+    let env = Env::new();
+    let input = json!({"command": "cat config/missing.yml"});
+    let err = "Exit code 1\ncat: config/missing.yml: No such file or directory";
+    for id in ["m-0", "m-1"] {
+        assert!(env.pre("Bash", input.clone(), id).is_silent_allow());
+        env.fail("Bash", input.clone(), id, err);
+    }
+    let stop = env.hook(
+        "subagent-stop",
+        &env.base("SubagentStop", json!({"stop_hook_active": false})),
+    );
+    assert_eq!(stop.code, 0, "{}", stop.stderr);
+    let third = env.pre("Bash", input, "m-2");
+    assert!(third.denied(), "{}", third.stdout);
 }

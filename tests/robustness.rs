@@ -245,3 +245,59 @@ fn the_agent_cannot_switch_loopgate_off_through_the_project() {
         .pre("Bash", json!({"command": "loopgate reset --all"}), "g3")
         .denied());
 }
+
+/// A CLI that writes the payload and leaves stdin open gets its answer as soon as the JSON is
+/// complete (the landed reader waited for an end of input that never came); an incomplete
+/// payload on an open stdin fails open with one line once the read deadline has passed.
+#[test]
+fn a_payload_on_a_stdin_left_open_is_answered_and_a_stalled_one_times_out() {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    let env = Env::new();
+    // Larger than one read, so the answer needs the reads after the first.
+    let command = format!("echo {}", "x".repeat(40_000));
+    let payload = env
+        .base(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"command": "loopgate reset --all", "description": command}, "tool_use_id": "open-1"}),
+        )
+        .to_string();
+    let cases = [
+        (payload.as_bytes(), true),
+        (&payload.as_bytes()[..200], false),
+    ];
+    for (input, complete) in cases {
+        let mut cmd = env.std_command(&["pre-tool-use"]);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut p = cmd.spawn().unwrap();
+        let mut stdin = p.stdin.take().unwrap();
+        stdin.write_all(input).unwrap();
+        stdin.flush().unwrap();
+        let started = Instant::now();
+        let status = loop {
+            if let Some(s) = p.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "complete={complete}: still waiting on an open stdin"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        drop(stdin);
+        let (mut out, mut err) = (String::new(), String::new());
+        p.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        p.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        if complete {
+            assert_eq!(status.code(), Some(0), "{err}");
+            assert!(out.contains("\"deny\""), "judged: {out}");
+            assert!(started.elapsed() < Duration::from_secs(5));
+        } else {
+            assert_eq!(status.code(), Some(1), "fails open: {err}");
+            assert!(err.contains("not complete within"), "{err}");
+            assert!(started.elapsed() >= Duration::from_secs(9));
+        }
+    }
+}

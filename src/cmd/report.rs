@@ -22,7 +22,7 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
         }
         None => None,
     };
-    let events = read_events(store, session, cutoff);
+    let (events, unreadable) = read_events(store, session, cutoff);
     let range = match since {
         Some(s) => format!(" in the last {s}"),
         None => " in the event log".to_string(),
@@ -36,6 +36,9 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
     let mut report = build(&events, &states);
     let costs = crate::cost::from_events(&events);
     report["loop_cost"] = loop_cost_json(&costs);
+    if unreadable > 0 {
+        report["unreadable_lines_skipped"] = json!(unreadable);
+    }
     // Logs written by older versions were not masked: mask on the way out too.
     crate::redact::mask_value(&mut report);
     if as_json {
@@ -76,14 +79,26 @@ pub fn print_loop_cost(costs: &[(String, Vec<crate::cost::LoopCost>)], range: &s
     println!("  {}", crate::cost::total(&all));
 }
 
-pub fn read_events(store: &Store, session: Option<&str>, cutoff: Option<SystemTime>) -> Vec<Value> {
+/// The events of the log's generations, and how many lines could not be read. A line is read
+/// on its own: one that is not JSON (a torn write, a byte that is not UTF-8) is skipped and
+/// counted, never the file it is in.
+pub fn read_events(
+    store: &Store,
+    session: Option<&str>,
+    cutoff: Option<SystemTime>,
+) -> (Vec<Value>, u64) {
     let mut out = Vec::new();
+    let mut unreadable = 0;
     for path in crate::gc::log_generations(store.dir()) {
-        let Ok(text) = std::fs::read_to_string(path) else {
+        let Ok(bytes) = std::fs::read(path) else {
             continue;
         };
-        for line in text.lines() {
-            let Ok(e) = serde_json::from_str::<Value>(line) else {
+        for line in bytes.split(|&b| b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let Ok(e) = serde_json::from_slice::<Value>(line) else {
+                unreadable += 1;
                 continue;
             };
             if session.is_some_and(|id| e["session"] != crate::payload::clip(id, 128)) {
@@ -98,7 +113,7 @@ pub fn read_events(store: &Store, session: Option<&str>, cutoff: Option<SystemTi
             out.push(e);
         }
     }
-    out
+    (out, unreadable)
 }
 
 fn count_by(events: &[Value], key: &str) -> Map<String, Value> {
@@ -247,6 +262,9 @@ fn n(v: &Value, word: &str) -> String {
 }
 
 fn print(r: &Value) {
+    if let Some(n) = r["unreadable_lines_skipped"].as_u64() {
+        println!("{n} unreadable line(s) of the event log skipped (not JSON, or not UTF-8)");
+    }
     let st = &r["statistics"];
     println!(
         "{}, {}, {} (success rate {}), {}; {} needed one, {} of them still ended with progress",

@@ -21,6 +21,9 @@ pub struct Options<'a> {
     /// `Some(dir)`: install into Claude Code's managed-settings drop-in under `dir` instead of a
     /// settings file (`setup --managed [--managed-dir DIR]`).
     pub managed: Option<PathBuf>,
+    /// Where the hooks keep their state: the settings as setup leaves them are recorded there,
+    /// so the ConfigChange that follows is known as the person's own (see `wiring`).
+    pub state_dir: Option<PathBuf>,
 }
 
 pub fn run(o: &Options) -> Result<()> {
@@ -85,6 +88,12 @@ pub fn run(o: &Options) -> Result<()> {
             codex_config.as_deref(),
         )?
     };
+    if o.agent == Agent::Claude {
+        if let Some(dir) = &o.state_dir {
+            // Best effort: without the record, a mid-session uninstall is undone and reported.
+            let _ = crate::wiring::sanction(dir, &settings);
+        }
+    }
     if o.json {
         let backups: Vec<String> = crate::setup::backups(&settings)
             .iter()

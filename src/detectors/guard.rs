@@ -26,6 +26,9 @@ pub const NAME: &str = "guard";
 /// forgets loop state, and the hook subcommands fed a forged payload rewrite a session's state.
 const MUTATING: &[&str] = &[
     "setup",
+    "gc",
+    "session-start",
+    "config-change",
     "reset",
     "pre-tool-use",
     "post-tool-use",
@@ -202,7 +205,8 @@ const PATH_FRAGMENTS: &[&str] = &[
 const WRITE_MARKERS: &[&str] = &[
     "'w'", "\"w\"", "'a'", "\"a\"", "'w+'", "\"w+\"", "'wb'", "\"wb\"", "write", "unlink",
     "remove", "rename", "rmtree", "rmdir", "chmod", "chown", "symlink", "replace", "truncate",
-    "dump", "copy", "move", "print >", "open(>", "open(my", "system", "exec", "spawn", "rm ", ">",
+    "dump(", "copy", "move", "rmSync", "rm(", "print >", "open(>", "open(my", "system", "exec",
+    "spawn", "rm ", ">",
 ];
 
 /// Files that set the environment of the next session: `LOOPGATE_*` written there would reach
@@ -224,7 +228,7 @@ const STARTUP_FILES: &[&str] = &[
 pub fn check(tool: &str, input: &Value, env: impl FnOnce() -> Env, cfg: &Guard) -> Option<Verdict> {
     let relevant = matches!(
         tool,
-        "Bash" | "Edit" | "MultiEdit" | "Write" | "NotebookEdit"
+        "Bash" | "Edit" | "MultiEdit" | "Write" | "NotebookEdit" | "apply_patch"
     ) || tool.starts_with("mcp__");
     if !cfg.enabled || !relevant {
         return None;
@@ -274,7 +278,8 @@ pub fn judge(tool: &str, input: &Value, env: &Env) -> Option<String> {
             }
             Some(finding)
         }
-        "Bash" => Bash::new(env).script(field("command"), 0),
+        "Bash" => Bash::new(env).line(field("command")),
+        "apply_patch" => patch(field("command"), env),
         t if t.starts_with("mcp__") => mcp(t, input, env),
         _ => None,
     }
@@ -285,10 +290,18 @@ pub fn judge(tool: &str, input: &Value, env: &Env) -> Option<String> {
 /// Code integrations adds hooks there), so only a change that touches loopgate or hooks as a whole
 /// is a disabling route; the user's and managed settings stay reserved to the user.
 fn project_settings(env: &Env, path: &Path) -> bool {
-    let user_dir = env.home.as_ref().map(|h| h.join(".claude"));
-    paths::name_rule(path) == Some(paths::Kind::Settings)
-        && path.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new(".claude"))
-        && user_dir.as_deref() != path.parent()
+    let dir = path.parent();
+    let in_home = env.home.is_some() && dir.and_then(Path::parent) == env.home.as_deref();
+    match paths::name_rule(path) {
+        Some(paths::Kind::Settings) => {
+            dir.and_then(Path::file_name) == Some(std::ffi::OsStr::new(".claude")) && !in_home
+        }
+        // The other CLIs' project files (`.gemini/settings.json`, `.codex/hooks.json` …) alike.
+        Some(paths::Kind::AgentHooks) => {
+            !in_home && !path.components().any(|c| c.as_os_str() == ".copilot")
+        }
+        _ => false,
+    }
 }
 
 /// Whether an Edit/MultiEdit/Write of a settings file would disable or rewire loopgate: it
@@ -363,6 +376,38 @@ fn write_finding(
     None
 }
 
+/// Codex's `apply_patch` touching several files, deleting or moving one (a patch of one added or
+/// updated file arrives as a Write or an Edit): every file it adds, updates, deletes or moves.
+fn patch(text: &str, env: &Env) -> Option<String> {
+    let mut source: Option<&str> = None;
+    for line in text.lines() {
+        let (path, op) = if let Some(p) = line.strip_prefix("*** Add File: ") {
+            (p, Op::Write)
+        } else if let Some(p) = line.strip_prefix("*** Update File: ") {
+            source = Some(p);
+            (p, Op::Write)
+        } else if let Some(p) = line.strip_prefix("*** Delete File: ") {
+            (p, Op::Remove)
+        } else if let Some(p) = line.strip_prefix("*** Move to: ") {
+            // The moved file leaves its old place: that is a removal of it.
+            if let Some(f) = source.and_then(|s| {
+                let from = env.absolute(&env.expand(s.trim(), &HashMap::new()), &env.cwd);
+                write_finding(env, &from, Op::Remove, "apply_patch", None)
+            }) {
+                return Some(f);
+            }
+            (p, Op::Write)
+        } else {
+            continue;
+        };
+        let path = env.absolute(&env.expand(path.trim(), &HashMap::new()), &env.cwd);
+        if let Some(f) = write_finding(env, &path, op, "apply_patch", Some(text)) {
+            return Some(f);
+        }
+    }
+    None
+}
+
 /// MCP tools: a tool that is not plainly a reader and names a protected path in its input.
 fn mcp(tool: &str, input: &Value, env: &Env) -> Option<String> {
     let action = tool
@@ -430,6 +475,57 @@ struct Bash<'e> {
     cwd: PathBuf,
     /// Whether each command substitution of the line being judged names loopgate.
     subs: Vec<bool>,
+    /// The bodies of those substitutions, for `source <(…)` and `bash <(…)`.
+    sub_texts: Vec<String>,
+    budget: std::rc::Rc<Budget>,
+}
+
+/// Hard limits on one judgement. A command built to exhaust the guard (`a=$a$a` doubled thirty
+/// times, thousands of here-documents, substitutions nested without end) is refused with a
+/// reason once it passes one: never judged on part of it, never let through, never an abort.
+struct Budget {
+    /// Characters parsed and expanded so far.
+    work: std::cell::Cell<usize>,
+    started: std::time::Instant,
+    /// The first limit passed, if any.
+    over: std::cell::Cell<Option<&'static str>>,
+}
+
+/// Characters parsed and expanded in one judgement (an ordinary command uses a few hundred).
+const MAX_WORK: usize = 16 << 20;
+/// One word or variable after expansion.
+const MAX_WORD: usize = 64 << 10;
+/// Shells in shells, substitutions in substitutions.
+const MAX_DEPTH: usize = 8;
+/// Wall-clock time for one judgement.
+const MAX_TIME: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Budget {
+    fn charge(&self, chars: usize) {
+        let work = self.work.get().saturating_add(chars);
+        self.work.set(work);
+        if work > MAX_WORK {
+            self.exceed("more than 16 MiB of text to parse and expand");
+        } else if (work - chars) >> 12 != work >> 12 && self.started.elapsed() > MAX_TIME {
+            // The clock is read once per 4 KiB of work.
+            self.exceed("more than a second of judging");
+        }
+    }
+
+    fn exceed(&self, why: &'static str) {
+        if self.over.get().is_none() {
+            self.over.set(Some(why));
+        }
+    }
+
+    fn finding(&self) -> Option<String> {
+        self.over.get().map(|why| {
+            format!(
+                "the command is too complex for loopgate to judge ({why}); it may not run \
+                 unjudged: split it into simpler commands"
+            )
+        })
+    }
 }
 
 impl<'e> Bash<'e> {
@@ -439,12 +535,36 @@ impl<'e> Bash<'e> {
             vars: HashMap::new(),
             cwd: env.cwd.clone(),
             subs: Vec::new(),
+            sub_texts: Vec::new(),
+            budget: std::rc::Rc::new(Budget {
+                work: std::cell::Cell::new(0),
+                started: std::time::Instant::now(),
+                over: std::cell::Cell::new(None),
+            }),
         }
     }
 
+    /// The whole command line judged: a clipped one (the hook input keeps the first 4 KiB of a
+    /// string past 256 KiB) cannot be, so it is refused.
+    fn line(&mut self, line: &str) -> Option<String> {
+        if let Some(size) = clipped_size(line) {
+            return Some(format!(
+                "the command is {size} bytes, more than loopgate judges (256 KiB); it may not run \
+                 unjudged: write it to a file with the Write tool and run that"
+            ));
+        }
+        self.script(line, 0)
+    }
+
     fn script(&mut self, line: &str, depth: usize) -> Option<String> {
-        if depth > 4 {
-            return None;
+        if depth > MAX_DEPTH {
+            self.budget
+                .exceed("shells or substitutions nested more than 8 deep");
+            return self.budget.finding();
+        }
+        self.budget.charge(line.len());
+        if let Some(f) = self.budget.finding() {
+            return Some(f);
         }
         let parsed = shell::parse(line);
         let mut subs = Vec::new();
@@ -455,16 +575,31 @@ impl<'e> Bash<'e> {
             subs.push(body.contains("loopgate"));
         }
         let outer = std::mem::replace(&mut self.subs, subs);
-        let found = parsed
-            .commands
-            .iter()
-            .find_map(|cmd| self.simple(cmd, depth));
+        let outer_texts = std::mem::replace(&mut self.sub_texts, parsed.substitutions.clone());
+        let found = parsed.commands.iter().find_map(|cmd| {
+            self.budget.charge(cmd.words.len());
+            self.simple(cmd, depth).or_else(|| self.budget.finding())
+        });
         self.subs = outer;
+        self.sub_texts = outer_texts;
         found
     }
 
     fn expand(&self, word: &str) -> String {
-        self.env.expand(word, &self.vars)
+        if self.budget.over.get().is_some() {
+            return String::new();
+        }
+        if word.len() > MAX_WORD {
+            self.budget.exceed("a word of more than 64 KiB");
+            return String::new();
+        }
+        let out = self.env.expand(word, &self.vars);
+        self.budget.charge(out.len());
+        if out.len() > MAX_WORD {
+            self.budget.exceed("a word expands to more than 64 KiB");
+            return String::new();
+        }
+        out
     }
 
     fn path(&self, word: &str) -> PathBuf {
@@ -472,6 +607,16 @@ impl<'e> Bash<'e> {
     }
 
     fn touch(&self, word: &str, op: Op, how: &str, content: Option<&str>) -> Option<String> {
+        // `settings.{json,local.json}`: each word bash would make.
+        let Some(alternatives) = braces(word, 0) else {
+            self.budget.exceed("more than 8 brace groups in one word");
+            return self.budget.finding();
+        };
+        if alternatives.len() > 1 {
+            return alternatives
+                .iter()
+                .find_map(|w| self.touch(w, op, how, content));
+        }
         if let Some(n) = shell::substitution_of(word).filter(|n| *word == shell::placeholder(*n)) {
             // `rm "$(which loopgate)"`: the substitution names the binary.
             return self
@@ -484,7 +629,18 @@ impl<'e> Bash<'e> {
         if word.is_empty() {
             return None;
         }
-        write_finding(self.env, &self.path(word), op, how, content)
+        let path = self.path(word);
+        if op == Op::Remove && word.ends_with('/') {
+            // `rm -rf link/`: the slash makes the command follow a link to the directory.
+            if let Some(f) = self
+                .env
+                .canonical(&path)
+                .and_then(|real| write_finding(self.env, &real, op, how, content))
+            {
+                return Some(f);
+            }
+        }
+        write_finding(self.env, &path, op, how, content)
     }
 
     fn simple(&mut self, cmd: &shell::Simple, depth: usize) -> Option<String> {
@@ -540,8 +696,21 @@ impl<'e> Bash<'e> {
                             | ("flock", "-w" | "-E")
                             | ("su" | "runuser", "-c" | "-u")
                     );
-                    if prog == "su" && w == "-c" && words.len() > 1 {
+                    // A command line of its own: `su -c`, `env -S`, `flock -c`.
+                    let runs_line = matches!(
+                        (prog.as_str(), w.as_str()),
+                        ("su" | "runuser" | "flock", "-c" | "--command")
+                            | ("env", "-S" | "--split-string")
+                    );
+                    if runs_line && words.len() > 1 {
                         let inner = words[1].clone();
+                        return self.script(&inner, depth + 1);
+                    }
+                    if let Some(inner) = w.strip_prefix("--split-string=").or_else(|| {
+                        w.strip_prefix("-S")
+                            .filter(|s| !s.is_empty() && prog == "env")
+                    }) {
+                        let inner = inner.to_string();
                         return self.script(&inner, depth + 1);
                     }
                     words.remove(0);
@@ -553,8 +722,12 @@ impl<'e> Bash<'e> {
                 {
                     words.remove(0);
                 } else if prog == "flock" {
-                    // The lock file, then the command.
+                    // The lock file, then the command (or `-c` and a command line).
                     words.remove(0);
+                    if matches!(words.first().map(String::as_str), Some("-c" | "--command")) {
+                        let inner = words.get(1).cloned().unwrap_or_default();
+                        return self.script(&inner, depth + 1);
+                    }
                     break;
                 } else {
                     break;
@@ -595,10 +768,29 @@ impl<'e> Bash<'e> {
         let is_loopgate = matches!(prog.trim_end_matches(".exe"), "loopgate" | "loopgate-hook")
             || sub_is_loopgate
             || self.is_exe(&expanded);
-        if let Some(f) = loopgate_cli(&args, is_loopgate, READERS.contains(&prog.as_str())) {
+        let expanded_args: Vec<String> = args.iter().map(|a| self.expand(a)).collect();
+        if let Some(f) = loopgate_cli(
+            &expanded_args,
+            is_loopgate,
+            READERS.contains(&prog.as_str()),
+        ) {
             return Some(f);
         }
         // Shells and eval run a command line of their own.
+        // `source <(echo …)`, `bash <(printf …)`: what the substitution prints is run.
+        if matches!(prog.as_str(), "source" | ".") || SHELLS.contains(&prog.as_str()) {
+            for n in args.iter().filter_map(|a| shell::substitution_of(a)) {
+                let body = self.sub_texts.get(n).cloned().unwrap_or_default();
+                let printed: Vec<String> = shell::parse(&body)
+                    .commands
+                    .iter()
+                    .filter_map(shell::echoed_text)
+                    .collect();
+                if let Some(f) = self.script(&printed.join("\n"), depth + 1) {
+                    return Some(f);
+                }
+            }
+        }
         if prog == "eval" {
             return self.script(&args.join(" "), depth + 1);
         }
@@ -624,7 +816,7 @@ impl<'e> Bash<'e> {
         {
             return self.interpreter(&prog, &args, cmd.stdin.as_deref());
         }
-        self.file_ops(&prog, &args, &text)
+        self.file_ops(&prog, &args, &text, depth)
     }
 
     fn is_exe(&self, word: &str) -> bool {
@@ -634,29 +826,59 @@ impl<'e> Bash<'e> {
         let p = self.path(word);
         let same = |e: &Path| {
             p == e
-                || std::fs::canonicalize(&p)
-                    .ok()
-                    .zip(std::fs::canonicalize(e).ok())
+                || self
+                    .env
+                    .canonical(&p)
+                    .zip(self.env.canonical(e))
                     .is_some_and(|(a, b)| a == b)
         };
         self.env.exe().is_some_and(same)
     }
 
-    /// Inline programs: one that mentions a protected path and writes anything is denied; so is
-    /// a script (or `perl -i`) handed a protected path, since it may write it.
+    /// Interpreters. An inline program that mentions a protected path and writes anything is
+    /// denied; the files handed to an inline program are its input unless it edits in place
+    /// (`perl -i`, `gawk -i inplace`) or writes; a script file (or a module we do not know)
+    /// handed a protected path may write it, so that is denied too.
     fn interpreter(&mut self, prog: &str, args: &[String], stdin: Option<&str>) -> Option<String> {
         let family = prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        let awk = family.ends_with("awk");
         let mut code = String::new();
         let mut files: Vec<&String> = Vec::new();
         let mut expect_code = false;
-        for a in args {
+        let mut in_place = false;
+        let mut module: Option<&str> = None;
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
             if expect_code {
                 code.push_str(a);
                 code.push('\n');
                 expect_code = false;
                 continue;
             }
+            if module.is_some() {
+                files.push(a);
+                continue;
+            }
             let short = a.starts_with('-') && !a.starts_with("--");
+            if short
+                && matches!(family, "perl" | "ruby")
+                && !a.starts_with("-M")
+                && !a.starts_with("-I")
+            {
+                // `-pi`, `-i.bak`, `-pie`: the switches before `e` hold an `i`.
+                in_place |= a[1..]
+                    .split(['e', 'E'])
+                    .next()
+                    .is_some_and(|f| f.contains('i'));
+            }
+            if awk && (a == "-i" || a == "--include") {
+                in_place |= it.next().is_some_and(|x| x == "inplace");
+                continue;
+            }
+            if family == "python" && a == "-m" {
+                module = it.next().map(String::as_str);
+                continue;
+            }
             expect_code = match family {
                 "perl" | "ruby" if short => a.ends_with('e') || a.ends_with('E'),
                 "python" => a == "-c",
@@ -667,10 +889,18 @@ impl<'e> Bash<'e> {
                 "lua" | "tclsh" | "Rscript" | "osascript" | "pwsh" => {
                     matches!(a.as_str(), "-e" | "-c" | "-Command")
                 }
-                _ if family.ends_with("awk") => {
-                    if !a.starts_with('-') && code.is_empty() && a != "inplace" {
+                _ if awk => {
+                    if !a.starts_with('-') && code.is_empty() && !args.iter().any(|x| x == "-f") {
                         code.push_str(a);
                         continue;
+                    }
+                    // `-F:`, `-v x=1`: options, with a value for `-v` and `-F`.
+                    if matches!(a.as_str(), "-v" | "-F" | "-f") {
+                        if let Some(v) = it.next() {
+                            if a == "-f" {
+                                files.push(v);
+                            }
+                        }
                     }
                     false
                 }
@@ -681,7 +911,20 @@ impl<'e> Bash<'e> {
             }
         }
         let how = format!("`{prog}`");
-        for f in &files {
+        let written: Vec<&String> = match module {
+            // `python -m json.tool IN OUT` reads IN and writes OUT.
+            Some("json.tool") => files
+                .iter()
+                .copied()
+                .filter(|f| !f.starts_with('-'))
+                .skip(1)
+                .collect(),
+            Some(_) => files.clone(),
+            None if in_place || code.is_empty() => files.clone(),
+            None if writes_in(family, &code) => files.clone(),
+            None => Vec::new(),
+        };
+        for f in written {
             if let Some(x) = self.touch(f, Op::Write, &how, None) {
                 return Some(x);
             }
@@ -690,10 +933,34 @@ impl<'e> Bash<'e> {
             code = stdin.unwrap_or("").to_string();
         }
         let code = self.expand(&code);
+        // `os.system("loopgate reset --all")` and its like: loopgate's own control commands.
+        const SPAWNS: &[&str] = &[
+            "system",
+            "exec",
+            "spawn",
+            "subprocess",
+            "Popen",
+            "run(",
+            "`",
+            "qx",
+            "popen",
+        ];
+        if code.contains("loopgate")
+            && SPAWNS.iter().any(|m| code.contains(m))
+            && MUTATING.iter().any(|m| {
+                code.match_indices(m).any(|(at, _)| {
+                    let before = code[..at].trim_end_matches([' ', '\'', '"', ',']);
+                    before.ends_with("loopgate")
+                })
+            })
+        {
+            return Some(format!(
+                "the inline {prog} program runs loopgate's control commands"
+            ));
+        }
         let names = PATH_FRAGMENTS.iter().find(|f| code.contains(**f));
-        let writes = WRITE_MARKERS.iter().any(|m| code.contains(m));
         match names {
-            Some(frag) if writes => {
+            Some(frag) if writes_in(family, &code) => {
                 Some(format!("the inline {prog} program writes and names {frag}"))
             }
             _ => None,
@@ -701,7 +968,13 @@ impl<'e> Bash<'e> {
     }
 
     /// Programs that write, move, delete, link or re-permission their arguments.
-    fn file_ops(&mut self, prog: &str, args: &[String], text: &str) -> Option<String> {
+    fn file_ops(
+        &mut self,
+        prog: &str,
+        args: &[String],
+        text: &str,
+        depth: usize,
+    ) -> Option<String> {
         let operands: Vec<&String> = operands(args);
         let how = format!("`{prog}`");
         let each = |this: &Self, list: &[&String], op: Op| {
@@ -766,9 +1039,41 @@ impl<'e> Bash<'e> {
                         || a.starts_with("--in-place")
                         || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
                 });
+                // sed's own `w FILE` (and `s///w FILE`) writes whatever the input.
+                if let Some(f) = sed_written_files(args)
+                    .iter()
+                    .find_map(|w| self.touch(w, Op::Write, &how, Some(text)))
+                {
+                    return Some(f);
+                }
                 if !in_place {
                     return None;
                 }
+                each(self, &operands, Op::Write)
+            }
+            // Writers that pass for readers.
+            "sort" => {
+                let mut it = args.iter();
+                while let Some(a) = it.next() {
+                    let out = match a.as_str() {
+                        "-o" | "--output" => it.next().map(String::as_str),
+                        _ => a
+                            .strip_prefix("--output=")
+                            .or_else(|| a.strip_prefix("-o").filter(|o| !o.is_empty())),
+                    };
+                    if let Some(f) = out.and_then(|o| self.touch(o, Op::Write, &how, Some(text))) {
+                        return Some(f);
+                    }
+                }
+                None
+            }
+            "uniq" => operands
+                .get(1)
+                .and_then(|out| self.touch(out, Op::Write, &how, Some(text))),
+            "yq" if args.iter().any(|a| {
+                a == "--inplace" || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
+            }) =>
+            {
                 each(self, &operands, Op::Write)
             }
             "curl" | "wget" => {
@@ -807,7 +1112,7 @@ impl<'e> Bash<'e> {
                 }
                 None
             }
-            "find" => self.find(args, &how),
+            "find" => self.find(args, &how, depth),
             "git" => self.git(args, &how, text),
             p if READERS.contains(&p) => None,
             _ => {
@@ -844,25 +1149,22 @@ impl<'e> Bash<'e> {
         None
     }
 
-    fn find(&self, args: &[String], how: &str) -> Option<String> {
+    /// `find`: `-delete` and the `-fprint` family change what they reach; a command run by
+    /// `-exec` is judged as if handed each protected path the search can reach, so
+    /// `-exec grep -l TODO {} +` reads and `-exec rm {} +` deletes.
+    fn find(&mut self, args: &[String], how: &str, depth: usize) -> Option<String> {
         let roots: Vec<&String> = args
             .iter()
             .take_while(|a| !a.starts_with('-') && !matches!(a.as_str(), "(" | "!" | ")"))
             .collect();
-        let destructive = args.iter().any(|a| {
+        let deletes = args.iter().any(|a| {
             matches!(
                 a.as_str(),
-                "-delete"
-                    | "-exec"
-                    | "-execdir"
-                    | "-ok"
-                    | "-okdir"
-                    | "-fprint"
-                    | "-fprintf"
-                    | "-fls"
+                "-delete" | "-fprint" | "-fprint0" | "-fprintf" | "-fls"
             )
         });
-        if !destructive {
+        let runs = find_commands(args);
+        if !deletes && runs.is_empty() {
             return None;
         }
         let names: Vec<&String> = args
@@ -899,12 +1201,29 @@ impl<'e> Bash<'e> {
                                     || name.contains(n.as_str())
                             })
                     });
-                if matches {
-                    return Some(format!(
-                        "{how} would delete {} ({})",
-                        kind.describe(),
-                        p.display()
-                    ));
+                if !matches {
+                    continue;
+                }
+                let deletion =
+                    || format!("{how} would delete {} ({})", kind.describe(), p.display());
+                if deletes {
+                    return Some(deletion());
+                }
+                let found = p.to_string_lossy().into_owned();
+                for run in &runs {
+                    // A shell or interpreter handed `{}` does what its program says, which
+                    // is not in the words: it may write what it is handed.
+                    let prog = run.first().map(|w| base_name(w)).unwrap_or("");
+                    if SHELLS.contains(&prog) || INTERPRETERS.contains(&prog) || prog == "eval" {
+                        return Some(deletion());
+                    }
+                    let cmd = shell::Simple {
+                        words: run.iter().map(|w| w.replace("{}", &found)).collect(),
+                        ..Default::default()
+                    };
+                    if let Some(f) = self.simple(&cmd, depth + 1) {
+                        return Some(f);
+                    }
                 }
             }
         }
@@ -921,7 +1240,22 @@ impl<'e> Bash<'e> {
                     dir = args.get(at + 1);
                     at += 2;
                 }
-                "-c" | "--git-dir" | "--work-tree" | "--namespace" => at += 2,
+                "-c" => {
+                    // `git -c alias.x='!cmd' x`: the alias is a shell command line.
+                    let value = args.get(at + 1).map(String::as_str).unwrap_or("");
+                    if let Some((_, cmd)) = value
+                        .split_once('=')
+                        .filter(|(k, _)| k.starts_with("alias."))
+                        .and_then(|(k, v)| Some((k, v.strip_prefix('!')?)))
+                    {
+                        let cmd = cmd.to_string();
+                        if let Some(f) = self.script(&cmd, 1) {
+                            return Some(f);
+                        }
+                    }
+                    at += 2;
+                }
+                "--git-dir" | "--work-tree" | "--namespace" => at += 2,
                 s if s.starts_with('-') => at += 1,
                 _ => break,
             }
@@ -932,6 +1266,8 @@ impl<'e> Bash<'e> {
                 vars: self.vars.clone(),
                 cwd: self.path(d),
                 subs: self.subs.clone(),
+                sub_texts: self.sub_texts.clone(),
+                budget: self.budget.clone(),
             };
             return inner.git(&args[at..], how, text);
         }
@@ -950,6 +1286,16 @@ impl<'e> Bash<'e> {
                 | "switch"
                 | "reset"
         ) {
+            return None;
+        }
+        // The index alone: `git restore --staged` and `git rm --cached` leave the files as they are.
+        let flag = |f: &[&str]| args.iter().any(|a| f.contains(&a.as_str()));
+        let index_only = match sub.as_str() {
+            "restore" => flag(&["--staged", "-S"]) && !flag(&["--worktree", "-W"]),
+            "rm" => flag(&["--cached"]),
+            _ => false,
+        };
+        if index_only {
             return None;
         }
         // Only paths that name a protected file: `git checkout -- .` restores what is committed,
@@ -1030,6 +1376,127 @@ fn assignment(word: &str) -> Option<(&str, &str)> {
 
 fn base_name(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
+}
+
+/// The commands `find` runs: the words after each `-exec`, `-execdir`, `-ok` or `-okdir`, up to
+/// its closing `;` or `+`.
+fn find_commands(args: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+            out.push(
+                it.by_ref()
+                    .take_while(|w| !matches!(w.as_str(), ";" | "+"))
+                    .cloned()
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+/// Whether an inline program has a sign of writing, moving or deleting something. awk compares
+/// with `>`, so there only output redirections of `print`, pipes and `system` count.
+fn writes_in(family: &str, code: &str) -> bool {
+    if family.ends_with("awk") {
+        return code.contains("system")
+            || code.contains('|')
+            || code.split([';', '{', '}', '\n']).any(|statement| {
+                let s = statement.trim_start();
+                s.starts_with("print") && s.contains('>')
+            });
+    }
+    WRITE_MARKERS.iter().any(|m| code.contains(m))
+}
+
+/// The size of a string the hook input clipped (`…[loopgate: N bytes, sha256 …]` at its end).
+fn clipped_size(text: &str) -> Option<u64> {
+    let rest = text.strip_suffix(']')?;
+    let at = rest.rfind("…[loopgate: ")?;
+    let (n, tail) = rest[at + "…[loopgate: ".len()..].split_once(" bytes, sha256 ")?;
+    (tail.len() == 32 && tail.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| n.parse().ok())
+        .flatten()
+}
+
+/// Files sed's scripts write with `w FILE` or the `w` flag of `s///`.
+fn sed_written_files(args: &[String]) -> Vec<String> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(r"(?:^|[;}\n]|/[gpiIme0-9]*)\s*[wW]\s*(\S+)").expect("compiles")
+    });
+    let mut scripts: Vec<&str> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if matches!(a.as_str(), "-e" | "--expression") {
+            scripts.extend(it.next().map(String::as_str));
+        } else if let Some(e) = a.strip_prefix("--expression=") {
+            scripts.push(e);
+        }
+    }
+    if scripts.is_empty() {
+        scripts.extend(
+            args.iter()
+                .find(|a| !a.starts_with('-'))
+                .map(String::as_str),
+        );
+    }
+    scripts
+        .iter()
+        .flat_map(|s| re.captures_iter(s))
+        .filter_map(|c| c.get(1).map(|m| m.as_str().to_string()))
+        .collect()
+}
+
+/// Brace expansion as bash does it for `a{b,c}d` (nested groups included), at most 64 words;
+/// `${…}` and a group without a comma stay as written. `None` past 8 groups deep.
+fn braces(word: &str, groups: usize) -> Option<Vec<String>> {
+    const MAX: usize = 64;
+    if groups > 8 {
+        return None;
+    }
+    let b = word.as_bytes();
+    let mut open = None;
+    let mut depth = 0usize;
+    let mut commas = Vec::new();
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'{' if open.is_none() && (i == 0 || b[i - 1] != b'$') => {
+                open = Some(i);
+                depth = 1;
+            }
+            b'{' if open.is_some() => depth += 1,
+            b',' if open.is_some() && depth == 1 => commas.push(i),
+            b'}' if open.is_some() => {
+                depth -= 1;
+                if depth > 0 {
+                    continue;
+                }
+                let start = open.take().unwrap_or(0);
+                if commas.is_empty() {
+                    continue;
+                }
+                let (head, tail) = (&word[..start], &word[i + 1..]);
+                let mut bounds = vec![start];
+                bounds.extend(&commas);
+                bounds.push(i);
+                let mut out = Vec::new();
+                for w in bounds.windows(2) {
+                    let alt = format!("{head}{}{tail}", &word[w[0] + 1..w[1]]);
+                    for x in braces(&alt, groups + 1)? {
+                        if out.len() >= MAX {
+                            return Some(out);
+                        }
+                        out.push(x);
+                    }
+                }
+                return Some(out);
+            }
+            _ => {}
+        }
+    }
+    Some(vec![word.to_string()])
 }
 
 /// Arguments that are not options (everything after `--` counts).

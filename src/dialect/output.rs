@@ -97,6 +97,7 @@ fn gemini_name(e: Event) -> &'static str {
         Event::UserPromptSubmit => "BeforeAgent",
         Event::PostToolBatch => "AfterTool",
         Event::SessionStart => "SessionStart",
+        Event::ConfigChange => "ConfigChange",
     }
 }
 

@@ -37,6 +37,13 @@ pub fn open_private_rw(path: &Path, create: bool) -> io::Result<File> {
     imp::open_private_rw(path, create)
 }
 
+/// Waits until stdin has input (or its end) or `timeout` passes; `Ok(false)` on the timeout.
+/// Where stdin cannot be waited on (Windows, a descriptor poll refuses), `Ok(true)`: the read
+/// itself decides.
+pub fn stdin_readable_within(timeout: std::time::Duration) -> io::Result<bool> {
+    imp::stdin_readable_within(timeout)
+}
+
 /// Opens `path` read-only, with [`open_private_rw`]'s refusals.
 pub fn open_private_read(path: &Path) -> io::Result<File> {
     imp::open_private_read(path)

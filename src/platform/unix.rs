@@ -141,3 +141,19 @@ impl ChangeProbe {
         Some(st.st_ctime as i128 * 1_000_000_000 + st.st_ctime_nsec as i128)
     }
 }
+
+pub fn stdin_readable_within(timeout: std::time::Duration) -> io::Result<bool> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let stdin = std::io::stdin();
+    let timeout = Timespec {
+        tv_sec: timeout.as_secs() as _,
+        tv_nsec: timeout.subsec_nanos() as _,
+    };
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(0) => Ok(false),
+        Ok(_) => Ok(true),
+        Err(rustix::io::Errno::INTR) => Err(io::ErrorKind::Interrupted.into()),
+        Err(_) => Ok(true),
+    }
+}

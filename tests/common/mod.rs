@@ -134,7 +134,12 @@ impl Env {
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
+        Command::from_std(self.std_command(args))
+    }
+
+    /// [`Env::command`] as a plain `std` command (for a test that holds stdin open).
+    pub fn std_command(&self, args: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new(BIN);
         c.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", self.state.parent().unwrap())

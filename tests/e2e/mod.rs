@@ -39,3 +39,4 @@ mod progress;
 mod run;
 mod smoke;
 mod stop_gate;
+mod tamper;

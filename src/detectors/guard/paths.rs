@@ -13,11 +13,14 @@ pub enum Kind {
     Config,
     Binary,
     Settings,
+    /// Another agent CLI's hook or trust file (Codex, Gemini CLI, Qwen Code, Copilot CLI).
+    AgentHooks,
 }
 
 impl Kind {
     pub fn describe(self) -> &'static str {
         match self {
+            Kind::AgentHooks => "an agent CLI's hook or trust file",
             Kind::State => "loopgate's state directory",
             Kind::Config => "a loopgate config file",
             Kind::Binary => "the loopgate binary",
@@ -64,6 +67,9 @@ pub struct Env {
     lazy: std::cell::OnceCell<ProcessPaths>,
     /// The protected paths with symlinks resolved, computed once per call on first use.
     resolved: std::cell::OnceCell<Vec<(PathBuf, Kind)>>,
+    /// The `loopgate` programs on `PATH`, symlinks resolved, looked up on first use.
+    on_path: std::cell::OnceCell<Vec<PathBuf>>,
+    resolver: Resolver,
 }
 
 impl Env {
@@ -125,6 +131,9 @@ impl Env {
             if let Some(e) = &exe {
                 p.push((e.clone(), Kind::Binary));
             }
+            // The project is usually the working directory too: its paths once.
+            let mut seen = std::collections::HashSet::new();
+            p.retain(|(path, _)| seen.insert(path.clone()));
             (p, exe)
         })
     }
@@ -163,7 +172,14 @@ impl Env {
             p.push((d.join("settings.json"), Kind::Settings));
             p.push((d.join("settings.local.json"), Kind::Settings));
         }
+        if let Some(d) = var("CODEX_HOME") {
+            p.push((d.join("hooks.json"), Kind::AgentHooks));
+            p.push((d.join("config.toml"), Kind::AgentHooks));
+        }
         if let Some(h) = &self.home {
+            for f in AGENT_FILES {
+                p.push((h.join(f), Kind::AgentHooks));
+            }
             p.push((h.join(".local/state/loopgate"), Kind::State));
             p.push((h.join(".config/loopgate"), Kind::Config));
             p.push((h.join(".claude/settings.json"), Kind::Settings));
@@ -220,9 +236,21 @@ impl Env {
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
                 let op = &inner[name.len()..];
-                if let Some(default) = op.strip_prefix(":-").or(op.strip_prefix('-')) {
+                // `:-`/`-` use a default, `:=`/`=` assign it too (the same word here), `:+`/`+`
+                // use the alternative when set.
+                let default = [":-", "-", ":=", "="]
+                    .iter()
+                    .find_map(|o| op.strip_prefix(o));
+                if let Some(default) = default {
                     let set = self.lookup(&name, local).filter(|v| !v.is_empty());
                     out.push_str(&set.unwrap_or_else(|| self.expand(default, local)));
+                    i = end + 1;
+                    continue;
+                }
+                if let Some(alt) = op.strip_prefix(":+").or(op.strip_prefix('+')) {
+                    if self.lookup(&name, local).is_some_and(|v| !v.is_empty()) {
+                        out.push_str(&self.expand(alt, local));
+                    }
                     i = end + 1;
                     continue;
                 }
@@ -275,25 +303,30 @@ impl Env {
 
     /// Whether touching `path` this way reaches something protected; returns what.
     pub fn hit(&self, path: &Path, op: Op) -> Option<(Kind, PathBuf)> {
-        let mut forms = vec![path.to_path_buf(), resolve_parent(path)];
+        let mut forms = vec![path.to_path_buf(), self.resolver.resolve_parent(path)];
         if op == Op::Write {
-            forms.push(resolve(path));
+            forms.push(self.resolver.resolve(path));
         }
         for f in &forms {
             if let Some(k) = name_rule(f) {
                 return Some((k, f.clone()));
             }
         }
+        if binary_name(path) {
+            if let Some(b) = self.installed_binary(&forms) {
+                return Some((Kind::Binary, b));
+            }
+        }
         let resolved = self.resolved.get_or_init(|| {
             self.protected()
                 .iter()
-                .map(|(p, k)| (resolve(p), *k))
+                .map(|(p, k)| (self.resolver.resolve(p), *k))
                 .collect()
         });
         for (pf, kind) in self.protected().iter().chain(resolved) {
             for f in &forms {
-                let inside = f.starts_with(pf);
-                let holds = op == Op::Remove && pf.starts_with(f);
+                let inside = under(f, pf);
+                let holds = op == Op::Remove && under(pf, f);
                 if inside || holds {
                     return Some((*kind, pf.clone()));
                 }
@@ -302,15 +335,43 @@ impl Env {
         None
     }
 
+    /// `path` (absolute, lexical) with its symlinks resolved, if it exists.
+    pub fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        self.resolver.existing(path, 0)
+    }
+
+    /// The binary on `PATH` (what running `loopgate` starts) that one of `forms` is, if any.
+    /// Looked up only for a path named like the binary, so most calls never walk `PATH`.
+    fn installed_binary(&self, forms: &[PathBuf]) -> Option<PathBuf> {
+        let on_path = self.on_path.get_or_init(|| {
+            let Some(dirs) = self.var("PATH") else {
+                return Vec::new();
+            };
+            std::env::split_paths(&dirs)
+                .flat_map(|d| [d.join("loopgate"), d.join("loopgate-hook")])
+                .filter(|b| b.is_file())
+                .map(|b| self.resolver.resolve(&b))
+                .collect()
+        });
+        forms
+            .iter()
+            .find(|f| {
+                on_path
+                    .iter()
+                    .any(|b| b == *f || self.resolver.resolve(f) == *b)
+            })
+            .cloned()
+    }
+
     /// Every protected path at or under `dir` (for `find`, whose name filters pick among them).
     pub fn held_by(&self, dir: &Path) -> Vec<(Kind, PathBuf)> {
-        let forms = [dir.to_path_buf(), resolve(dir)];
+        let forms = [dir.to_path_buf(), self.resolver.resolve(dir)];
         self.protected()
             .iter()
             .filter(|(p, _)| {
                 forms
                     .iter()
-                    .any(|f| p.starts_with(f) || resolve(p).starts_with(f))
+                    .any(|f| p.starts_with(f) || self.resolver.resolve(p).starts_with(f))
             })
             .map(|(p, k)| (*k, p.clone()))
             .collect()
@@ -334,11 +395,11 @@ impl Env {
                 return Some((*kind, p.clone()));
             }
         }
-        // A loopgate.toml or settings file anywhere.
+        // A loopgate.toml or settings file anywhere; `*` does not match `.claude`, as in bash.
         let name = pattern.file_name()?.to_string_lossy().into_owned();
         let names = ["loopgate.toml", "settings.json", "settings.local.json"];
         let parent_is_claude = pattern.parent().and_then(Path::file_name).is_some_and(|n| {
-            glob::Pattern::new(&n.to_string_lossy()).is_ok_and(|g| g.matches(".claude"))
+            glob::Pattern::new(&n.to_string_lossy()).is_ok_and(|g| g.matches_with(".claude", opts))
         });
         names
             .iter()
@@ -349,8 +410,18 @@ impl Env {
     }
 }
 
+/// The other agent CLIs' hook and trust files, under the home directory (see `setup::agents`).
+const AGENT_FILES: &[&str] = &[
+    ".codex/hooks.json",
+    ".codex/config.toml",
+    ".gemini/settings.json",
+    ".qwen/settings.json",
+    ".copilot/hooks",
+];
+
 /// Paths protected wherever they are: any `loopgate.toml`, any `.claude/settings*.json`, the
-/// managed-settings files, and a file named `loopgate` or `loopgate-hook`.
+/// managed-settings files, and every agent CLI's hook files in a project (`.codex/hooks.json`,
+/// `.gemini/settings.json`, `.qwen/settings.json`, `.github/hooks/*.json`).
 pub(super) fn name_rule(path: &Path) -> Option<Kind> {
     let name = path.file_name()?.to_str()?;
     let parent = path
@@ -361,6 +432,22 @@ pub(super) fn name_rule(path: &Path) -> Option<Kind> {
     if name == "loopgate.toml" || (parent == "loopgate" && name == "config.toml") {
         return Some(Kind::Config);
     }
+    let agent_file = match parent {
+        ".codex" => matches!(name, "hooks.json" | "config.toml"),
+        ".gemini" | ".qwen" => name.starts_with("settings") && name.ends_with(".json"),
+        "hooks" => {
+            name.ends_with(".json")
+                && path
+                    .parent()
+                    .and_then(Path::parent)
+                    .and_then(Path::file_name)
+                    .is_some_and(|g| g == ".github" || g == ".copilot")
+        }
+        _ => false,
+    };
+    if agent_file {
+        return Some(Kind::AgentHooks);
+    }
     if (parent == ".claude" && name.starts_with("settings") && name.ends_with(".json"))
         || name.starts_with("managed-settings")
         || path
@@ -369,45 +456,151 @@ pub(super) fn name_rule(path: &Path) -> Option<Kind> {
     {
         return Some(Kind::Settings);
     }
-    if matches!(name, "loopgate" | "loopgate-hook") && !path.is_dir() {
-        return Some(Kind::Binary);
-    }
     None
+}
+
+/// Whether a file name is one loopgate's binary goes by. Such a name is the binary only where
+/// the path is the installed one (see [`Env::hit`]): a crate, a branch, a docker tag or a build
+/// output called `loopgate` is someone's work, not loopgate.
+fn binary_name(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n == "loopgate" || n == "loopgate-hook")
 }
 
 pub use crate::paths::lexical;
 
-/// The path with every symlink resolved, as far as it exists.
-fn resolve(path: &Path) -> PathBuf {
-    if let Ok(c) = std::fs::canonicalize(path) {
-        return c;
-    }
-    resolve_parent(path)
+/// Symlink resolution for one call, each path prefix looked up once: the protected paths share
+/// most of their directories (home, the project, `.claude`), so resolving all of them costs one
+/// `readlink` per distinct directory instead of one per component of each path (`cargo test`
+/// made ~175 before).
+#[derive(Debug, Clone, Default)]
+struct Resolver {
+    /// Lexical path (its bytes) → its canonical form, `None` when it does not exist.
+    known: std::cell::RefCell<HashMap<Vec<u8>, Option<PathBuf>, Fnv>>,
 }
 
-/// The path with its directories' symlinks resolved, the last component as written.
-fn resolve_parent(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    // The longest existing prefix of the parent, canonicalised, plus the rest as written.
-    if let Some(name) = existing.file_name().map(|n| n.to_os_string()) {
-        rest.push(name);
-        existing.pop();
+/// FNV-1a over a path's bytes: a few dozen short keys per call, where `Path`'s own hash
+/// (component by component, through SipHash) cost more than the lookups it saved.
+type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
+
+#[derive(Default)]
+struct FnvHasher(u64);
+
+impl std::hash::Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
     }
-    loop {
-        if let Ok(c) = std::fs::canonicalize(&existing) {
-            let mut out = c;
-            for r in rest.iter().rev() {
-                out.push(r);
-            }
-            return out;
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
-        match existing.file_name().map(|n| n.to_os_string()) {
-            Some(n) => {
-                rest.push(n);
-                existing.pop();
+        self.0 = h;
+    }
+}
+
+/// Symlinks followed in one resolution, as the kernel's limit.
+const MAX_HOPS: u32 = 40;
+/// Longer paths are left to the OS (which refuses them) and not remembered.
+const MAX_CACHED_PATH: usize = 4096;
+
+/// `path.starts_with(dir)` for absolute, normalised paths, on their bytes: `Path::starts_with`
+/// parses both into components, and the guard compares dozens of pairs per call.
+fn under(path: &Path, dir: &Path) -> bool {
+    let (p, d) = (key(path), key(dir));
+    let sep = |b: u8| std::path::is_separator(char::from(b));
+    p.starts_with(d) && (p.len() == d.len() || sep(p[d.len()]) || d.last().is_some_and(|&b| sep(b)))
+}
+
+fn key(p: &Path) -> &[u8] {
+    p.as_os_str().as_encoded_bytes()
+}
+
+impl Resolver {
+    /// Resolves an absolute, lexical `path`: the canonical form of its longest existing prefix,
+    /// and the components after that prefix (empty when all of it exists). Starts from the
+    /// nearest ancestor already resolved in this call, so paths sharing directories cost one
+    /// lookup and at most a `readlink` each.
+    fn walk<'p>(&self, path: &'p Path, hops: u32) -> (PathBuf, Vec<&'p std::ffi::OsStr>) {
+        // Climb to the nearest ancestor known to exist (or the root).
+        let mut down: Vec<&'p std::ffi::OsStr> = Vec::new();
+        let mut at: &'p Path = path;
+        let mut canon = loop {
+            if let Some(Some(c)) = self.known.borrow().get(key(at)) {
+                break c.clone();
             }
-            None => return path.to_path_buf(),
+            match (at.parent(), at.file_name()) {
+                (Some(parent), Some(name)) => {
+                    down.push(name);
+                    at = parent;
+                }
+                // The root (or a path lexical() could not fold): as it is.
+                _ => break at.to_path_buf(),
+            }
+        };
+        let mut lex = at.to_path_buf();
+        while let Some(name) = down.pop() {
+            lex.push(name);
+            let cached = self.known.borrow().get(key(&lex)).cloned();
+            let next = match cached {
+                Some(v) => v,
+                None => {
+                    let here = canon.join(name);
+                    let v = match std::fs::read_link(&here) {
+                        Ok(target) if hops < MAX_HOPS => {
+                            self.existing(&lexical(&canon.join(target)), hops + 1)
+                        }
+                        Ok(_) => None,
+                        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Some(here),
+                        Err(_) => None,
+                    };
+                    self.known
+                        .borrow_mut()
+                        .insert(key(&lex).to_vec(), v.clone());
+                    v
+                }
+            };
+            match next {
+                Some(n) => canon = n,
+                None => {
+                    down.push(name);
+                    down.reverse();
+                    return (canon, down);
+                }
+            }
+        }
+        (canon, Vec::new())
+    }
+
+    /// The canonical form of an absolute, lexical `path`, or `None` when it does not exist.
+    fn existing(&self, path: &Path, hops: u32) -> Option<PathBuf> {
+        if path.as_os_str().len() > MAX_CACHED_PATH {
+            return std::fs::canonicalize(path).ok();
+        }
+        let (canon, rest) = self.walk(path, hops);
+        rest.is_empty().then_some(canon)
+    }
+
+    /// The path with every symlink resolved, as far as it exists; the rest as written.
+    fn resolve(&self, path: &Path) -> PathBuf {
+        if path.as_os_str().len() > MAX_CACHED_PATH {
+            return path.to_path_buf();
+        }
+        let (mut out, rest) = self.walk(path, 0);
+        out.extend(rest);
+        out
+    }
+
+    /// The path with its directories' symlinks resolved, the last component as written.
+    fn resolve_parent(&self, path: &Path) -> PathBuf {
+        match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) => self.resolve(parent).join(name),
+            _ => path.to_path_buf(),
         }
     }
 }

@@ -120,7 +120,7 @@ pub fn parse(line: &str) -> Script {
 }
 
 /// What `echo`/`printf` would write, when that is plain text in the command line.
-fn echoed_text(c: &Simple) -> Option<String> {
+pub(super) fn echoed_text(c: &Simple) -> Option<String> {
     let first = c.words.first()?;
     if !matches!(first.as_str(), "echo" | "printf") {
         return c.stdin.clone().filter(|_| first == "cat");
@@ -130,7 +130,8 @@ fn echoed_text(c: &Simple) -> Option<String> {
         .map(String::as_str)
         .skip_while(|w| w.starts_with('-'))
         .collect();
-    Some(args.join(" "))
+    // printf's format and `echo -e` turn `\n` into a line break: what runs is lines.
+    Some(args.join(" ").replace("\\n", "\n").replace("\\t", "\t"))
 }
 
 /// Words of a piece of text, by shlex. Text shlex rejects (an unterminated quote, which the shell
@@ -151,6 +152,7 @@ fn scan(line: &str, subs: &mut Vec<String>) -> Vec<Piece> {
     let mut quote = Quote::None;
     let mut heredocs: Vec<(String, bool, usize)> = Vec::new();
     let mut heredoc_count = 0;
+    let mut bodies: Vec<String> = Vec::new();
     let mut i = 0;
     let push_text = |text: &mut String, pieces: &mut Vec<Piece>| {
         if !text.is_empty() {
@@ -198,6 +200,14 @@ fn scan(line: &str, subs: &mut Vec<String>) -> Vec<Piece> {
             Quote::None => {}
         }
         match c {
+            '$' if next == Some('\'') => {
+                // `$'…'`: C escapes decoded, then quoted as a plain single-quoted word.
+                let (decoded, end) = ansi_c(&chars, i + 2);
+                text.push('\'');
+                text.push_str(&decoded.replace('\'', "'\\''"));
+                text.push('\'');
+                i = end;
+            }
             '\\' => {
                 text.push(c);
                 if let Some(n) = next {
@@ -292,8 +302,11 @@ fn scan(line: &str, subs: &mut Vec<String>) -> Vec<Piece> {
                 i += if next == Some('&') { 2 } else { 1 };
             }
             ';' | '&' | '|' | '(' | ')' | '{' | '}' | '\n' => {
-                if matches!(c, '{' | '}') && !(text.is_empty() || text.ends_with([' ', '\t'])) {
-                    // `${…}` and `a{b,c}` are words, not groups.
+                let blank = text.trim().is_empty();
+                let opens = c == '{' && blank && next.is_none_or(|n| n.is_whitespace());
+                if matches!(c, '{' | '}') && !(opens || (c == '}' && blank)) {
+                    // Braces are a group only as a command's first word (`{ a; }`): `${…}`,
+                    // `a{b,c}` and find's `{}` are words.
                     text.push(c);
                     i += 1;
                     continue;
@@ -305,7 +318,7 @@ fn scan(line: &str, subs: &mut Vec<String>) -> Vec<Piece> {
                     i += 1;
                 }
                 if c == '\n' && !heredocs.is_empty() {
-                    i = read_heredocs(&chars, i, &mut heredocs, &mut pieces);
+                    i = read_heredocs(&chars, i, &mut heredocs, &mut bodies);
                 }
             }
             _ => {
@@ -315,7 +328,96 @@ fn scan(line: &str, subs: &mut Vec<String>) -> Vec<Piece> {
         }
     }
     push_text(&mut text, &mut pieces);
+    if heredoc_count > 0 {
+        fill_heredocs(&mut pieces, &bodies);
+    }
     pieces
+}
+
+/// Puts each here-document's body (quoted as one word) in place of its marker, in one pass over
+/// the pieces: thousands of here-documents cost linear time.
+fn fill_heredocs(pieces: &mut [Piece], bodies: &[String]) {
+    const OPEN: &str = "__lg_heredoc_";
+    for p in pieces.iter_mut() {
+        let Piece::Text(t) = p else { continue };
+        if !t.contains(OPEN) {
+            continue;
+        }
+        let mut out = String::with_capacity(t.len());
+        let mut rest = t.as_str();
+        while let Some(at) = rest.find(OPEN) {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + OPEN.len()..];
+            let n = after
+                .find("__")
+                .and_then(|e| Some((after[..e].parse::<usize>().ok()?, e)));
+            match n {
+                Some((n, e)) => {
+                    let body = bodies.get(n).map(String::as_str).unwrap_or("");
+                    out.push_str(&shlex::try_quote(body).unwrap_or_default());
+                    rest = &after[e + 2..];
+                }
+                None => {
+                    out.push_str(OPEN);
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        *t = out;
+    }
+}
+
+/// The text of a `$'…'` string starting at `i` (after the quote), C escapes decoded, and where
+/// the command line goes on.
+fn ansi_c(chars: &[char], mut i: usize) -> (String, usize) {
+    let mut out = String::new();
+    let hex = |s: &[char]| u32::from_str_radix(&s.iter().collect::<String>(), 16).ok();
+    while i < chars.len() && chars[i] != '\'' {
+        if chars[i] != '\\' {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        let Some(&e) = chars.get(i + 1) else { break };
+        i += 2;
+        match e {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'e' | 'E' => out.push('\u{1b}'),
+            'x' | 'u' | 'U' => {
+                let max = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let n = chars[i..]
+                    .iter()
+                    .take(max)
+                    .take_while(|c| c.is_ascii_hexdigit())
+                    .count();
+                if let Some(c) = hex(&chars[i..i + n]).and_then(char::from_u32) {
+                    out.push(c);
+                }
+                i += n;
+            }
+            '0'..='7' => {
+                let n = chars[i - 1..]
+                    .iter()
+                    .take(3)
+                    .take_while(|c| ('0'..='7').contains(*c))
+                    .count();
+                let v: String = chars[i - 1..i - 1 + n].iter().collect();
+                if let Some(c) = u32::from_str_radix(&v, 8).ok().and_then(char::from_u32) {
+                    out.push(c);
+                }
+                i += n - 1;
+            }
+            other => out.push(other),
+        }
+    }
+    (out, (i + 1).min(chars.len().max(i)))
 }
 
 /// Marker word standing for here-document `n`, replaced by its body once the body is read.
@@ -324,12 +426,12 @@ fn heredoc_marker(n: usize) -> String {
 }
 
 /// Reads the bodies of pending here-documents from `i` (the start of the line after their
-/// operator) and puts each body in place of its marker. Returns where the command line goes on.
+/// operator) into `bodies`, by here-document number. Returns where the command line goes on.
 fn read_heredocs(
     chars: &[char],
     mut i: usize,
     heredocs: &mut Vec<(String, bool, usize)>,
-    pieces: &mut [Piece],
+    bodies: &mut Vec<String>,
 ) -> usize {
     for (delim, strip, n) in heredocs.drain(..) {
         let mut body = String::new();
@@ -351,17 +453,10 @@ fn read_heredocs(
             body.push_str(&line);
             body.push('\n');
         }
-        let marker = heredoc_marker(n);
-        let quoted = shlex::try_quote(&body)
-            .map(|q| q.into_owned())
-            .unwrap_or_default();
-        for p in pieces.iter_mut() {
-            if let Piece::Text(t) = p {
-                if t.contains(&marker) {
-                    *t = t.replace(&marker, &quoted);
-                }
-            }
+        if bodies.len() <= n {
+            bodies.resize(n + 1, String::new());
         }
+        bodies[n] = body;
     }
     i
 }
