@@ -33,6 +33,8 @@ if [ "${1:-}" = --install ]; then
     fi
     have cargo-zigbuild && python3 -c 'import ziglang' 2>/dev/null ||
         python3 -m pip install -q ziglang cargo-zigbuild
+    # Under pyenv a new console script appears on PATH only once its shims are rebuilt.
+    if command -v pyenv >/dev/null 2>&1; then pyenv rehash; fi
     rustup target add x86_64-unknown-linux-musl aarch64-unknown-linux-musl \
         x86_64-pc-windows-gnu aarch64-apple-darwin x86_64-apple-darwin >/dev/null
 fi
