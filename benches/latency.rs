@@ -512,8 +512,14 @@ impl Payloads {
         encode(&v)
     }
 
+    /// Each prompt's text is its own: sessions that all send the same prompt and change nothing
+    /// are an outer loop, which the project's session record rightly reports at every first
+    /// prompt, and the prompt rows would measure that report instead of an ordinary prompt.
     fn prompt(&self, session: &str, prompt_id: &str) -> Vec<u8> {
-        encode(&self.stamp(&self.prompt, session, prompt_id))
+        let mut v = self.stamp(&self.prompt, session, prompt_id);
+        let text = v["prompt"].as_str().unwrap_or_default();
+        v["prompt"] = Value::from(format!("{text} ({prompt_id})"));
+        encode(&v)
     }
 
     fn pre(&self, session: &str, prompt_id: &str, call: &str) -> Vec<u8> {
