@@ -1,14 +1,31 @@
 #!/usr/bin/env python3
 """Writes tests/data/corpus_calls.json: every Bash command and file edit of a directory of Claude
 Code transcripts (JSONL), deduplicated, edit texts clipped (the guard reads them only for settings
-and startup files). Usage: contrib/corpus-calls.py TRANSCRIPTS_DIR > tests/data/corpus_calls.json
+and startup files), the sessions' home directories anonymised. Usage:
+contrib/corpus-calls.py TRANSCRIPTS_DIR > tests/data/corpus_calls.json
 """
 import glob
 import json
 import os
+import re
 import sys
 
 TOOLS = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit")
+
+
+# A user's home as the transcripts name it (macOS or Linux), written as the corpus's own
+# anonymised one: no machine's user name ends up in the repository.
+HOME = re.compile(r"/(?:Users|home)/[^/\s\"'`:;|&)]+")
+
+
+def anonymise(v):
+    if isinstance(v, str):
+        return HOME.sub("/home/USER", v)
+    if isinstance(v, list):
+        return [anonymise(x) for x in v]
+    if isinstance(v, dict):
+        return {k: anonymise(x) for k, x in v.items()}
+    return v
 
 
 def clip(v):
@@ -36,6 +53,7 @@ def main(root):
                 if tool not in TOOLS:
                     continue
                 inp = {"command": inp.get("command", "")} if tool == "Bash" else clip(inp)
+                inp = anonymise(inp)
                 key = json.dumps([tool, inp], sort_keys=True)
                 if key not in seen:
                     seen.add(key)
@@ -43,7 +61,8 @@ def main(root):
     about = (
         "Every Bash command and file edit (Edit, Write, MultiEdit) in the 78 real Claude Code "
         "sessions of the project's transcript corpus, deduplicated; edit texts clipped to 160 "
-        "characters (the guard reads them only for settings and startup files). Regenerate with "
+        "characters (the guard reads them only for settings and startup files); home directories "
+        "written /home/USER. Regenerate with "
         "contrib/corpus-calls.py."
     )
     json.dump({"about": about, "calls": out}, sys.stdout, indent=0, ensure_ascii=False)
