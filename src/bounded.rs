@@ -3,7 +3,7 @@
 //! file inside a project, no symlink that leads out of it. A committed `.claude/loopgate.toml`
 //! that is a symlink to `/dev/zero`, a FIFO or a huge file costs one stat and one line.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Read};
 use std::path::Path;
 
@@ -32,7 +32,8 @@ pub fn read_text(path: &Path, inside: Option<&Path>, max: u64) -> Result<Option<
     }
     let meta = fs::metadata(path).map_err(|e| e.to_string())?;
     check_meta(&meta, max)?;
-    let file = open_nonblocking(path).map_err(|e| e.to_string())?;
+    // Never waits for a FIFO swapped in after the check.
+    let file = crate::platform::open_read_nonblocking(path).map_err(|e| e.to_string())?;
     // The path may have been swapped between the stat and the open: judge what was opened.
     check_meta(&file.metadata().map_err(|e| e.to_string())?, max)?;
     let mut buf = Vec::new();
@@ -70,11 +71,6 @@ fn kind(ft: &fs::FileType) -> Option<&'static str> {
         return Some("a directory");
     }
     crate::platform::special_kind(ft)
-}
-
-/// Opening a FIFO for reading blocks until a writer comes; `O_NONBLOCK` makes it return at once.
-fn open_nonblocking(path: &Path) -> io::Result<File> {
-    crate::platform::open_read_nonblocking(path)
 }
 
 #[cfg(test)]

@@ -314,26 +314,11 @@ fn compact(v: &Value) -> String {
     crate::payload::clip(&s, 300)
 }
 
-/// Events of every log generation, oldest first, optionally of one session.
+/// Events of every log generation, oldest first, optionally of one session (lines that cannot
+/// be read are skipped, as `report` skips and counts them).
 fn read_events(state_dir: &Path, session: Option<&str>) -> Vec<Value> {
-    let mut out = Vec::new();
-    for path in crate::gc::log_generations(state_dir) {
-        let Ok(bytes) = std::fs::read(&path) else {
-            continue;
-        };
-        for line in String::from_utf8_lossy(&bytes).lines() {
-            let Ok(e) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            if session.is_some_and(|id| e["session"] != crate::payload::clip(id, 128)) {
-                continue;
-            }
-            // A `loopgate reset` line records the person's command, not a decision.
-            if e["event"] == "reset" {
-                continue;
-            }
-            out.push(e);
-        }
-    }
-    out
+    let (mut events, _) = crate::cmd::report::read_events(state_dir, session, None);
+    // A `loopgate reset` line records the person's command, not a decision.
+    events.retain(|e| e["event"] != "reset");
+    events
 }

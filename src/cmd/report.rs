@@ -22,7 +22,7 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
         }
         None => None,
     };
-    let (events, unreadable) = read_events(store, session, cutoff);
+    let (events, unreadable) = read_events(store.dir(), session, cutoff);
     let range = match since {
         Some(s) => format!(" in the last {s}"),
         None => " in the event log".to_string(),
@@ -83,13 +83,13 @@ pub fn print_loop_cost(costs: &[(String, Vec<crate::cost::LoopCost>)], range: &s
 /// on its own: one that is not JSON (a torn write, a byte that is not UTF-8) is skipped and
 /// counted, never the file it is in.
 pub fn read_events(
-    store: &Store,
+    state_dir: &std::path::Path,
     session: Option<&str>,
     cutoff: Option<SystemTime>,
 ) -> (Vec<Value>, u64) {
     let mut out = Vec::new();
     let mut unreadable = 0;
-    for path in crate::gc::log_generations(store.dir()) {
+    for path in crate::gc::log_generations(state_dir) {
         let Ok(bytes) = std::fs::read(path) else {
             continue;
         };

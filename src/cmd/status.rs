@@ -55,7 +55,7 @@ pub fn run(
     }
     if let Some(id) = session {
         // One session asked for: what its loops cost (reads its transcript; hooks never do).
-        let (events, _) = crate::cmd::report::read_events(store, Some(id), None);
+        let (events, _) = crate::cmd::report::read_events(store.dir(), Some(id), None);
         crate::cmd::report::print_loop_cost(&crate::cost::from_events(&events), "");
     }
     Ok(())

@@ -92,7 +92,8 @@ pub fn read_source(file: &Path, project: &Path) -> Option<String> {
     if !meta.file_type().is_file() || meta.len() > MAX_SOURCE_BYTES {
         return None;
     }
-    let mut f = open_nonblocking(&real)?;
+    // Never waits for a FIFO swapped in after the check.
+    let mut f = crate::platform::open_read_nonblocking(&real).ok()?;
     // The file may have changed since the check: read no more than the cap whatever it is now.
     let mut bytes = Vec::new();
     f.by_ref()
@@ -103,11 +104,6 @@ pub fn read_source(file: &Path, project: &Path) -> Option<String> {
         return None;
     }
     String::from_utf8(bytes).ok()
-}
-
-/// Opens for reading without blocking on a FIFO swapped in after the check.
-fn open_nonblocking(path: &Path) -> Option<std::fs::File> {
-    crate::platform::open_read_nonblocking(path).ok()
 }
 
 /// Project files `file` imports.
