@@ -6,7 +6,8 @@
 #
 # It builds a symbolised copy of the static binary, replays the recorded Claude Code session
 # tests/fixtures/basic-* (every hook event loopgate answers) under callgrind, and lists each
-# function it entered, its mangled name cut before the hash. Code that valgrind's CPU model never
+# function it entered, its mangled name cut before the hash; then PreToolUse calls of commands
+# that name paths. Code that valgrind's CPU model never
 # takes (SHA-NI, PCLMULQDQ) is added by hand at the end.
 set -eu
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -30,6 +31,19 @@ for fixture in "$repo"/tests/fixtures/basic-*.json; do
         CLAUDE_PROJECT_DIR="$work/project" LOOPGATE_STATE_DIR="$work/state" \
         valgrind --tool=callgrind --demangle=no --dump-instr=no \
         --callgrind-out-file="$work/cg.$n" "$bin" "$sub" <"$fixture" >/dev/null 2>&1) || true
+done
+
+# The guard's path work runs only for commands that name paths, which the fixture session's
+# `echo` does not: a PreToolUse of ordinary commands that do (the benchmark's realistic rows).
+pre="$(ls "$repo"/tests/fixtures/basic-*-PreToolUse-Bash.json | head -1)"
+for command in 'cargo test --quiet' 'npm run build' 'pytest tests/test_a.py -x' \
+    'git log --oneline | head -20 | grep fix | sort | uniq -c | sort -rn > /tmp/fixes.txt'; do
+    n=$((n + 1))
+    sed "s#\"command\": *\"[^\"]*\"#\"command\": \"$command\"#" "$pre" >"$work/pre.json"
+    (cd "$work/project" && env -i PATH="$PATH" HOME="$work/home" CLAUDECODE=1 \
+        CLAUDE_PROJECT_DIR="$work/project" LOOPGATE_STATE_DIR="$work/state" \
+        valgrind --tool=callgrind --demangle=no --dump-instr=no \
+        --callgrind-out-file="$work/cg.$n" "$bin" pre-tool-use <"$work/pre.json" >/dev/null 2>&1) || true
 done
 
 out="$repo/contrib/hot-functions.txt"

@@ -650,3 +650,31 @@ fn writes_through_symlinks_are_judged_by_where_they_land() {
         assert_eq!(hit, refused, "{command}: {reason}");
     }
 }
+
+/// A protected path that itself goes through links (a dotfiles checkout behind `~/.claude`, two
+/// hops away) is protected where it lands, whether or not the file exists yet.
+#[test]
+fn a_protected_path_behind_links_is_protected_where_it_lands() {
+    let mut env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    let real = home.join("dotfiles/claude");
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::write(real.join("settings.json"), "{}").unwrap();
+    std::os::unix::fs::symlink(home.join("cfg-link"), home.join(".claude")).unwrap();
+    std::os::unix::fs::symlink(&real, home.join("cfg-link")).unwrap();
+    let real = real.display();
+    let home = home.display();
+    for (n, (command, refused)) in [
+        (format!("echo '{{}}' > {real}/settings.json"), true),
+        (format!("echo '{{}}' > {real}/settings.local.json"), true),
+        (format!("rm -rf {home}/dotfiles"), true),
+        (format!("echo notes > {home}/dotfiles/notes.txt"), false),
+        (format!("cat {real}/settings.json"), false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (hit, reason) = judge(&mut env, 4100 + n, "Bash", &json!({ "command": command }));
+        assert_eq!(hit, refused, "{command}: {reason}");
+    }
+}

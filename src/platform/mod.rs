@@ -134,6 +134,12 @@ pub fn is_executable(meta: &Metadata) -> bool {
     imp::is_executable(meta)
 }
 
+/// The running binary's path, and whether the OS gives it with every symlink already resolved
+/// (Linux: the kernel's `/proc/self/exe`), so that nobody needs to resolve it again.
+pub fn own_binary() -> Option<(PathBuf, bool)> {
+    imp::own_binary()
+}
+
 /// Permissions for a file every local user reads and only its owner writes (managed settings);
 /// `None` where the OS expresses that through inherited ACLs instead.
 pub fn world_readable_permissions() -> Option<std::fs::Permissions> {

@@ -85,6 +85,11 @@ pub fn is_executable(meta: &Metadata) -> bool {
     meta.is_file() && meta.mode() & 0o111 != 0
 }
 
+pub fn own_binary() -> Option<(PathBuf, bool)> {
+    // macOS's `_NSGetExecutablePath` gives the path it was started by, links and all.
+    Some((std::env::current_exe().ok()?, cfg!(target_os = "linux")))
+}
+
 pub fn world_readable_permissions() -> Option<std::fs::Permissions> {
     use std::os::unix::fs::PermissionsExt;
     Some(std::fs::Permissions::from_mode(0o644))

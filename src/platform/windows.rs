@@ -113,6 +113,10 @@ pub fn is_executable(meta: &Metadata) -> bool {
     meta.is_file()
 }
 
+pub fn own_binary() -> Option<(PathBuf, bool)> {
+    Some((std::env::current_exe().ok()?, false))
+}
+
 pub fn world_readable_permissions() -> Option<std::fs::Permissions> {
     None
 }

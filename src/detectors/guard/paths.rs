@@ -127,14 +127,27 @@ impl Env {
             if let Some(d) = crate::store::Store::default_dir() {
                 p.push((d, Kind::State));
             }
-            let exe = std::env::current_exe().ok();
+            let exe = crate::platform::own_binary().map(|(e, canonical)| {
+                if canonical {
+                    // Resolving it again would `readlink` each of its directories for nothing.
+                    let mut known = self.resolver.known.borrow_mut();
+                    known.reserve(64);
+                    known.insert(key(&e).to_vec(), Some(e.clone()));
+                }
+                e
+            });
             if let Some(e) = &exe {
                 p.push((e.clone(), Kind::Binary));
             }
-            // The project is usually the working directory too: its paths once.
-            let mut seen = std::collections::HashSet::new();
-            p.retain(|(path, _)| seen.insert(path.clone()));
-            (p, exe)
+            // The project is usually the working directory too: its paths once. A few dozen
+            // short paths: comparing bytes costs less than hashing each into a set.
+            let mut kept: Vec<(PathBuf, Kind)> = Vec::with_capacity(p.len());
+            for (path, kind) in p {
+                if !kept.iter().any(|(k, _)| key(k) == key(&path)) {
+                    kept.push((path, kind));
+                }
+            }
+            (kept, exe)
         })
     }
 
@@ -192,11 +205,8 @@ impl Env {
             p.push((root.join(".claude/settings.json"), Kind::Settings));
             p.push((root.join(".claude/settings.local.json"), Kind::Settings));
         }
-        p.push((PathBuf::from("/etc/claude-code"), Kind::Settings));
-        p.push((
-            PathBuf::from("/Library/Application Support/ClaudeCode"),
-            Kind::Settings,
-        ));
+        // Managed settings: the one directory Claude Code reads on this OS.
+        p.push((crate::setup::managed_dir(), Kind::Settings));
         p
     }
 
@@ -525,53 +535,92 @@ impl Resolver {
     /// Resolves an absolute, lexical `path`: the canonical form of its longest existing prefix,
     /// and the components after that prefix (empty when all of it exists). Starts from the
     /// nearest ancestor already resolved in this call, so paths sharing directories cost one
-    /// lookup and at most a `readlink` each.
+    /// lookup and at most a `readlink` each. The path is parsed once, front to back; its
+    /// prefixes are looked up as slices of its bytes (a call resolves a few dozen paths, and
+    /// climbing with `parent()` and growing a `PathBuf` per level cost more than the lookups).
     fn walk<'p>(&self, path: &'p Path, hops: u32) -> (PathBuf, Vec<&'p std::ffi::OsStr>) {
-        // Climb to the nearest ancestor known to exist (or the root).
-        let mut down: Vec<&'p std::ffi::OsStr> = Vec::new();
-        let mut at: &'p Path = path;
-        let mut canon = loop {
-            if let Some(Some(c)) = self.known.borrow().get(key(at)) {
-                break c.clone();
-            }
-            match (at.parent(), at.file_name()) {
-                (Some(parent), Some(name)) => {
-                    down.push(name);
-                    at = parent;
+        use std::path::Component;
+        let bytes = key(path);
+        let sep = |b: u8| std::path::is_separator(char::from(b));
+        // Each named component, with the length of the path up to its end.
+        let mut names: Vec<(&'p std::ffi::OsStr, usize)> = Vec::with_capacity(16);
+        let mut root = PathBuf::new();
+        let mut end = 0;
+        for c in path.components() {
+            if !matches!(c, Component::RootDir) {
+                while end < bytes.len() && sep(bytes[end]) {
+                    end += 1;
                 }
-                // The root (or a path lexical() could not fold): as it is.
-                _ => break at.to_path_buf(),
+            }
+            end += c.as_os_str().len();
+            match c {
+                Component::Prefix(_) | Component::RootDir => root.push(c),
+                _ => names.push((c.as_os_str(), end)),
+            }
+        }
+        let root_end = names.first().map_or(end, |(n, e)| e - n.len());
+        // Climb to the nearest ancestor known to exist (or the root, as it is).
+        let mut from = names.len();
+        let mut canon = {
+            let known = self.known.borrow();
+            loop {
+                let upto = from.checked_sub(1).map_or(root_end, |k| names[k].1);
+                if let Some(Some(c)) = known.get(&bytes[..upto]) {
+                    break c.clone();
+                }
+                if from == 0 {
+                    break root;
+                }
+                from -= 1;
             }
         };
-        let mut lex = at.to_path_buf();
-        while let Some(name) = down.pop() {
-            lex.push(name);
-            let cached = self.known.borrow().get(key(&lex)).cloned();
-            let next = match cached {
-                Some(v) => v,
+        for (k, &(name, upto)) in names.iter().enumerate().skip(from) {
+            // Known prefixes are copied into `canon`'s own buffer, not cloned into a new one.
+            let cached = self.known.borrow().get(&bytes[..upto]).map(|v| match v {
+                Some(c) => {
+                    canon.clone_from(c);
+                    true
+                }
+                None => false,
+            });
+            let found = match cached {
+                Some(found) => found,
                 None => {
-                    let here = canon.join(name);
-                    let v = match std::fs::read_link(&here) {
+                    canon.push(name);
+                    let found = match std::fs::read_link(&canon) {
                         Ok(target) if hops < MAX_HOPS => {
-                            self.existing(&lexical(&canon.join(target)), hops + 1)
+                            canon.pop();
+                            let to = lexical(&canon.join(target));
+                            match self.existing(&to, hops + 1) {
+                                Some(c) => {
+                                    canon = c;
+                                    true
+                                }
+                                None => false,
+                            }
                         }
-                        Ok(_) => None,
-                        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Some(here),
-                        Err(_) => None,
+                        Ok(_) => {
+                            canon.pop();
+                            false
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => true,
+                        Err(_) => {
+                            canon.pop();
+                            false
+                        }
                     };
-                    self.known
-                        .borrow_mut()
-                        .insert(key(&lex).to_vec(), v.clone());
-                    v
+                    let mut known = self.known.borrow_mut();
+                    if known.capacity() == 0 {
+                        // The protected paths' prefixes fill a few dozen entries: one
+                        // allocation instead of growing (and rehashing) four times.
+                        known.reserve(64);
+                    }
+                    known.insert(bytes[..upto].to_vec(), found.then(|| canon.clone()));
+                    found
                 }
             };
-            match next {
-                Some(n) => canon = n,
-                None => {
-                    down.push(name);
-                    down.reverse();
-                    return (canon, down);
-                }
+            if !found {
+                return (canon, names[k..].iter().map(|(n, _)| *n).collect());
             }
         }
         (canon, Vec::new())
