@@ -10,8 +10,8 @@
 //!
 //! Gemini and Qwen stop a model that repeats one call 5 times in a row themselves (and Gemini any
 //! cycle of up to 5 calls repeated 5 times), which would end these runs before loopgate's ceiling
-//! could be seen. There the storm alternates two failing calls in Thue–Morse order, which
-//! repeats no call 3 times in a row and no cycle at all.
+//! could be seen. There the storm alternates two failing calls in Thue–Morse order, which never
+//! repeats a call, or any run of calls, three times in a row. Codex and Copilot get the one call.
 
 use super::clis::Cli;
 use super::harness::Scenario;
