@@ -404,8 +404,8 @@ fn where_no_cli_can_halt_the_ladder_ends_in_a_standing_denial_said_once() {
 
 /// Issue 22: a denial storm ends the turn in each CLI's strongest way. The same failing call is
 /// retried after every denial; at the 10th refused call Gemini is told `continue: false` (its run
-/// ends before the tool), and Codex, Qwen and Copilot, which cannot end a run mid-turn, keep
-/// getting denials for every later call of the turn.
+/// ends before the tool), and Codex, Qwen and Copilot keep getting denials for every later call of
+/// the turn; Qwen's UserPromptSubmit before the next model request is blocked, which ends its run.
 #[test]
 fn a_denial_storm_ends_the_turn_in_each_clis_strongest_way() {
     for cli in CLIS {
@@ -449,5 +449,45 @@ fn a_denial_storm_ends_the_turn_in_each_clis_strongest_way() {
                 out.stdout
             );
         }
+        if cli == "qwen" {
+            // Qwen's UserPromptSubmit before the next model request is blocked: the run ends.
+            let p: Value = serde_json::from_str(&pre).unwrap();
+            let before_request = json!({"session_id": p["session_id"], "prompt": "",
+                                        "hook_event_name": "UserPromptSubmit",
+                                        "prompt_id": p["prompt_id"]});
+            let out = feed(
+                &env,
+                Some(cli),
+                "user-prompt-submit",
+                before_request.to_string().as_bytes(),
+            );
+            let v = out.json();
+            assert_eq!(v["decision"], "block", "{}", out.stdout);
+            assert!(v["reason"].as_str().unwrap().contains("this turn is over"));
+        }
     }
+}
+
+/// Before the ceiling, Qwen's UserPromptSubmit before each model request gets no answer at all.
+#[test]
+fn qwens_hook_before_each_model_request_is_silent_below_the_ceiling() {
+    let env = Env::new();
+    let (pre, post, post_sub) = failing_shell("qwen");
+    feed(
+        &env,
+        Some("qwen"),
+        "pre-tool-use",
+        pre.to_string().as_bytes(),
+    );
+    feed(&env, Some("qwen"), post_sub, post.to_string().as_bytes());
+    let before_request = json!({"session_id": pre["session_id"], "prompt": "",
+                                "hook_event_name": "UserPromptSubmit",
+                                "prompt_id": pre["prompt_id"]});
+    let out = feed(
+        &env,
+        Some("qwen"),
+        "user-prompt-submit",
+        before_request.to_string().as_bytes(),
+    );
+    assert!(out.is_silent_allow(), "{} {}", out.stdout, out.stderr);
 }

@@ -9,7 +9,7 @@
 //! Only the person's `loopgate reset` lowers the session's count; the bounds are not
 //! configurable, so a project file the agent can write cannot raise them.
 
-use crate::dialect::Caps;
+use crate::dialect::{Caps, TurnEnd};
 use crate::payload::Event;
 use crate::state::Ceiling;
 use crate::verdict::{Action, Severity, Verdict};
@@ -21,13 +21,15 @@ pub const TURN_BOUND: u32 = 10;
 /// Turns ended at the bound after which an unattended session's next prompt is refused.
 pub const SESSION_BOUND: u32 = 3;
 
-/// How a CLI ends a turn: at Claude Code's PostToolBatch (`decision: block` stops the run at
-/// once), before a tool where `continue: false` halts (Gemini), else by refusing every call.
+/// How a CLI ends a turn ([`TurnEnd`]): at the model turn's batch event (Claude Code's
+/// PostToolBatch; Qwen's hook before the next model request), before a tool where
+/// `continue: false` halts (Gemini); every later call is refused until then, and for good where
+/// nothing ends a run (Codex, Copilot).
 fn end_action(event: Event, caps: Caps) -> Option<Action> {
-    match event {
-        Event::PostToolBatch if caps.batch_event => Some(Action::Halt),
-        Event::PreToolUse if caps.halt && !caps.batch_event => Some(Action::Halt),
-        Event::PreToolUse => Some(Action::Deny),
+    match (event, caps.turn_end) {
+        (Event::PostToolBatch, TurnEnd::Batch | TurnEnd::NextRequest) => Some(Action::Halt),
+        (Event::PreToolUse, TurnEnd::BeforeTool) => Some(Action::Halt),
+        (Event::PreToolUse, _) => Some(Action::Deny),
         _ => None,
     }
 }
@@ -218,6 +220,29 @@ mod tests {
             let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, agent), Some(&r));
             assert_eq!(v.unwrap().action, want, "{agent:?}");
         }
+    }
+
+    #[test]
+    fn qwen_refuses_the_call_and_ends_the_turn_before_the_next_model_request() {
+        let qwen = Agent::Qwen;
+        let mut c = Ceiling {
+            refusals: TURN_BOUND - 1,
+            ..Ceiling::default()
+        };
+        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, qwen), Some(&refused()));
+        assert_eq!(v.unwrap().action, Action::Deny);
+        let b = on_tool_event(&mut c, &at(0, Event::PostToolBatch, qwen), None);
+        assert_eq!(b.unwrap().action, Action::Halt);
+        // Where nothing ends a run, the batch says nothing and the calls stay refused.
+        let mut c = Ceiling {
+            refusals: TURN_BOUND,
+            ended: true,
+            ..Ceiling::default()
+        };
+        let codex = Agent::Codex;
+        assert!(on_tool_event(&mut c, &at(0, Event::PostToolBatch, codex), None).is_none());
+        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, codex), None);
+        assert_eq!(v.unwrap().action, Action::Deny);
     }
 
     #[test]

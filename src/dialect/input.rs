@@ -42,10 +42,18 @@ pub fn translate(agent: Agent, expected: Event, mut payload: Map<String, Value>)
         Event::UserPromptSubmit => {
             let prompt = payload.get("prompt").and_then(Value::as_str).unwrap_or("");
             // Qwen fires UserPromptSubmit before every model request, with an empty prompt after
-            // a tool round; Gemini, Qwen and Copilot re-fire it with loopgate's own Stop reason
-            // as the prompt when a Stop is blocked; Codex and Copilot fire it for a subagent's
-            // task. None of these is the user asking for something new.
-            if prompt.trim().is_empty() || prompt.starts_with("loopgate:") || has_agent(&payload) {
+            // a tool round: the model turn's calls are answered and the next request is about
+            // to go out, which is what Claude Code's PostToolBatch says (without the list of
+            // calls), and a block there ends the run (observed), so a turn past the loop
+            // ceiling ends there.
+            let main = !has_agent(&payload);
+            if agent == Agent::Qwen && prompt.trim().is_empty() && main {
+                event = Event::PostToolBatch;
+                payload.insert("tool_calls".into(), Value::Array(Vec::new()));
+            } else if prompt.trim().is_empty() || prompt.starts_with("loopgate:") || !main {
+                // Gemini, Qwen and Copilot re-fire it with loopgate's own Stop reason as the
+                // prompt when a Stop is blocked; Codex and Copilot fire it for a subagent's task.
+                // None of these is the user asking for something new.
                 return Translated::Skip;
             }
         }
@@ -388,7 +396,11 @@ mod tests {
         for (agent, v) in [
             (
                 Agent::Qwen,
-                json!({"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": ""}),
+                json!({"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "", "agent_id": "a"}),
+            ),
+            (
+                Agent::Gemini,
+                json!({"session_id": "s", "hook_event_name": "BeforeAgent", "prompt": ""}),
             ),
             (
                 Agent::Gemini,
@@ -408,6 +420,25 @@ mod tests {
                 Translated::Skip
             ));
         }
+    }
+
+    #[test]
+    fn qwens_hook_before_the_next_model_request_is_the_model_turns_end() {
+        let v = judge(
+            Agent::Qwen,
+            Event::UserPromptSubmit,
+            json!({"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "",
+                   "prompt_id": "p########1"}),
+        );
+        assert_eq!(v["hook_event_name"], "PostToolBatch");
+        assert_eq!(v["tool_calls"], json!([]));
+        // The user's own prompt stays a prompt.
+        let v = judge(
+            Agent::Qwen,
+            Event::UserPromptSubmit,
+            json!({"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "fix it"}),
+        );
+        assert_eq!(v["hook_event_name"], "UserPromptSubmit");
     }
 
     #[test]

@@ -100,6 +100,26 @@ pub struct Caps {
     /// It can end the run mid-turn: Claude Code at a PostToolBatch, Gemini before a tool. Without
     /// it the ladder's last stage is a standing denial for the rest of the turn.
     pub halt: bool,
+    /// Where a turn that reached the loop ceiling is ended.
+    pub turn_end: TurnEnd,
+}
+
+/// The strongest channel a CLI honours to end a turn, each observed with the real CLI
+/// (`docs/agents.md`, "Ending a turn").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// At the model turn's batch event: Claude Code's PostToolBatch `decision: block` stops the
+    /// run at once.
+    Batch,
+    /// Before the tool: Gemini's BeforeTool `continue: false` ends the run.
+    BeforeTool,
+    /// At the hook before the next model request: Qwen Code fires UserPromptSubmit (empty
+    /// prompt) before every model request, and a block there ends the run with no request. The
+    /// dialect reads that call as the model turn's batch event.
+    NextRequest,
+    /// Nowhere: Codex and Copilot honour no answer that ends a run mid-turn, so every later call
+    /// of the turn is refused.
+    Refusals,
 }
 
 impl Agent {
@@ -108,6 +128,12 @@ impl Agent {
             batch_event: self == Agent::Claude,
             silent_failures: self == Agent::Codex,
             halt: matches!(self, Agent::Claude | Agent::Gemini),
+            turn_end: match self {
+                Agent::Claude => TurnEnd::Batch,
+                Agent::Gemini => TurnEnd::BeforeTool,
+                Agent::Qwen => TurnEnd::NextRequest,
+                Agent::Codex | Agent::Copilot => TurnEnd::Refusals,
+            },
         }
     }
 
@@ -164,6 +190,7 @@ pub fn read(flag: Option<Agent>, expected: Event, bytes: &[u8]) -> Result<Read> 
                 Payload::from_value(v).with_context(|| format!("{} hook input", agent.title()))?;
             let fits = event == expected
                 || (expected == Event::PostToolUse && event == Event::PostToolUseFailure)
+                || (expected == Event::UserPromptSubmit && event == Event::PostToolBatch)
                 || (expected == Event::Stop && event == Event::SubagentStop);
             if !fits {
                 bail!(

@@ -1,6 +1,7 @@
 //! Output dialects: the deciding verdict in the shape each CLI obeys, per
 //! `../shared/agents/<cli>/hooks-observed.md`. Where a CLI cannot carry something (Gemini and Qwen
-//! drop a PreToolUse's context; nothing but Gemini halts a run mid-turn) the nearest thing it does
+//! drop a PreToolUse's context; only Gemini halts a run before a tool, and Qwen at the hook before
+//! the next model request) the nearest thing it does
 //! obey is used, and never an answer that backfires: no `ask` (Gemini ends the run on it, Codex
 //! ignores it), no `allow` (it would skip the person's confirmation), no PostToolUse block (three
 //! of them replace the tool's output with it).
@@ -42,6 +43,11 @@ pub fn answer(agent: Agent, event: Event, source: Event, v: &Verdict) -> Option<
         {
             json!({"continue": false, "stopReason": reason, "systemMessage": human})
         }
+        // Qwen's UserPromptSubmit before the next model request, read as the model turn's end:
+        // a block there ends the run with no further request (observed); anything else would
+        // reach the model as part of a prompt.
+        (Event::PostToolBatch, Action::Halt) => json!({"decision": "block", "reason": reason}),
+        (Event::PostToolBatch, _) => return None,
         _ => context(agent, source, reason, &human),
     };
     Some(out.to_string())
@@ -144,6 +150,30 @@ mod tests {
                 ["permissionDecision"],
             "deny"
         );
+    }
+
+    #[test]
+    fn qwen_ends_the_turn_at_the_hook_before_the_next_model_request() {
+        let halt = answer(
+            Agent::Qwen,
+            Event::PostToolBatch,
+            Event::UserPromptSubmit,
+            &v(Action::Halt),
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&halt).unwrap(),
+            json!({"decision": "block", "reason": "loopgate: seen it. Do else."})
+        );
+        for action in [Action::Warn, Action::Deny] {
+            let a = answer(
+                Agent::Qwen,
+                Event::PostToolBatch,
+                Event::UserPromptSubmit,
+                &v(action),
+            );
+            assert!(a.is_none(), "{action:?}");
+        }
     }
 
     #[test]

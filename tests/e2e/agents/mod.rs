@@ -15,7 +15,9 @@
 //! - `script`: model scripts with each CLI's tool names.
 //! - `smoke`: the harness with a recorder hook, no loopgate.
 //! - `scenarios`: the loops of issue 12, per CLI.
+//! - `ceiling`: issue 22's denial storm, ended per CLI.
 
+mod ceiling;
 mod clis;
 mod harness;
 mod run;
