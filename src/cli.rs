@@ -195,6 +195,10 @@ pub enum Command {
         /// The project to check [default: $CLAUDE_PROJECT_DIR, else the current directory]
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
+        /// Claude Code's managed-settings directory [default: /etc/claude-code, or the
+        /// macOS/Windows one]
+        #[arg(long, value_name = "DIR")]
+        managed_dir: Option<PathBuf>,
         /// Machine-readable output
         #[arg(long)]
         json: bool,
@@ -270,6 +274,11 @@ pub enum Command {
         /// Managed-settings directory [default: /etc/claude-code, or the macOS/Windows one]
         #[arg(long, requires = "managed", value_name = "DIR")]
         managed_dir: Option<PathBuf>,
+        /// With --managed: the root-owned directory the hooks' binary is copied to
+        /// [default: /usr/local/lib/loopgate; macOS: /Library/Application Support/loopgate;
+        /// Windows: %ProgramFiles%\loopgate]
+        #[arg(long, requires = "managed", value_name = "DIR")]
+        install_dir: Option<PathBuf>,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(
