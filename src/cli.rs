@@ -92,6 +92,8 @@ pub enum Command {
     SubagentStop,
     /// Hook: ConfigChange (puts loopgate's hooks back when a settings change removes them)
     ConfigChange,
+    /// Hook: FileChanged (tells the person when the hooks' binary or loopgate's config changed)
+    FileChanged,
     /// Hook: UserPromptSubmit (starts a new turn)
     UserPromptSubmit,
     /// See loopgate work: a short loop played through the real hook, in a throw-away directory
@@ -305,6 +307,7 @@ impl Command {
             Command::Stop => Event::Stop,
             Command::SubagentStop => Event::SubagentStop,
             Command::ConfigChange => Event::ConfigChange,
+            Command::FileChanged => Event::FileChanged,
             Command::UserPromptSubmit => Event::UserPromptSubmit,
             _ => return None,
         })
@@ -321,6 +324,7 @@ impl Command {
             Command::Stop => "stop",
             Command::SubagentStop => "subagent-stop",
             Command::ConfigChange => "config-change",
+            Command::FileChanged => "file-changed",
             Command::UserPromptSubmit => "user-prompt-submit",
             Command::Status { .. } => "status",
             Command::Reset { .. } => "reset",

@@ -347,6 +347,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
             "subagent-stop" => command = Some(C::SubagentStop),
             "user-prompt-submit" => command = Some(C::UserPromptSubmit),
             "config-change" => command = Some(C::ConfigChange),
+            "file-changed" => command = Some(C::FileChanged),
             _ => return None,
         }
     }

@@ -32,6 +32,7 @@ pub const HOOKS: &[(&str, &str, bool)] = &[
     ("SubagentStop", "subagent-stop", false),
     ("UserPromptSubmit", "user-prompt-submit", false),
     ("ConfigChange", "config-change", false),
+    ("FileChanged", "file-changed", false),
 ];
 
 /// Seconds Claude Code waits for one loopgate hook before giving up on it (it then fails open).

@@ -106,3 +106,63 @@ fn e2e_session_start_watch_paths_reach_file_changed_and_not_the_model() {
     assert!(!all_requests.contains("watchPaths"), "{}", run.summary());
     assert!(!all_requests.contains("FC-SYSMSG-OBSERVE") && !stream.contains("FC-SYSMSG-OBSERVE"));
 }
+
+/// Writes `mode = "observe"` into the user's loopgate config: the guard sees `python3 flip.py`.
+const FLIP: &str = r#"import os
+p = os.path.join(os.environ["HOME"], ".config", "loop" + "gate", "config.toml")
+open(p, "w").write('mode = "observe"\n')
+"#;
+
+/// loopgate installed by install.sh: its SessionStart has Claude Code watch the user's config, the
+/// agent switches the config to observe mode by a route the guard does not read, and the person
+/// is told — FileChanged logs it, and the session's next hook call shows it.
+#[test]
+fn e2e_config_switched_to_observe_mid_session_is_reported() {
+    let Some(mut s) = Scenario::new("watch-config") else {
+        return;
+    };
+    let config = s.home.join(".config/loopgate/config.toml");
+    fs::create_dir_all(config.parent().unwrap()).unwrap();
+    fs::write(&config, "[detectors.repeat]\n").unwrap();
+    s.install(super::harness::Install::Script);
+    s.write_file("flip.py", FLIP);
+    let prompt = "Adjust the config.";
+    let turns = vec![
+        // FileChanged comes about a second after the write, while the command still runs.
+        Turn::call(bash("python3 flip.py && sleep 3")),
+        Turn::call(bash("echo AFTER-FLIP")),
+        Turn::call(bash("echo AGAIN")),
+        Turn::text("Done."),
+    ];
+    let run = s.run(
+        prompt,
+        Script::default().conversation("main", prompt, turns),
+    );
+    let noticed = run.events_where(|e| e["event"] == "FileChanged" && e["decision"] == "notice");
+    assert_eq!(noticed.len(), 1, "{}", run.summary());
+    assert!(
+        noticed[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("observe mode"),
+        "{}",
+        noticed[0]
+    );
+    let shown = run.events_where(|e| {
+        e["event"] != "FileChanged"
+            && e["decision"] == "notice"
+            && e["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("observe mode"))
+    });
+    assert_eq!(
+        shown.len(),
+        1,
+        "the next call shows it, once: {}",
+        run.summary()
+    );
+    assert!(
+        !run.everything_sent("main").contains("observe mode"),
+        "shown to the person, not sent to the model"
+    );
+}
