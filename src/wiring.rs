@@ -276,8 +276,9 @@ pub fn sanction(state_dir: &Path, file: &Path) -> Result<()> {
 }
 
 /// In the state dir's `sessions/`: what FileChanged noticed, for the session's next hook call
-/// to show (FileChanged's own answer is shown nowhere, observed).
-const PENDING_SUFFIX: &str = ".changed";
+/// to show (FileChanged's own answer is shown nowhere, observed). A `.notice` file, so `gc`
+/// removes one that no call ever took.
+const PENDING_SUFFIX: &str = ".changed.notice";
 /// A pending file past this is not added to: the person has been told enough.
 const PENDING_MAX: u64 = 16 << 10;
 
@@ -397,6 +398,36 @@ pub fn take_pending(state_dir: &Path, session_id: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_watched_file_is_reported_by_what_it_is_and_what_happened() {
+        let d = tempfile::tempdir().unwrap();
+        let (bin, cfg) = (d.path().join("loopgate"), d.path().join("config.toml"));
+        std::fs::write(&bin, "").unwrap();
+        std::fs::write(&cfg, "").unwrap();
+        let cfgs = [cfg.clone()];
+        let off = || Some("puts loopgate in observe mode".to_string());
+        let said = |p: &Path, what| file_changed(p, what, Some(&bin), &cfgs, off);
+        assert!(said(&bin, "change").unwrap().contains("was replaced"));
+        assert!(said(&bin, "unlink").unwrap().contains("was deleted"));
+        assert!(said(&cfg, "change").unwrap().contains("observe mode"));
+        assert_eq!(
+            file_changed(&cfg, "change", Some(&bin), &cfgs, || None),
+            None
+        );
+        assert_eq!(said(&d.path().join("other"), "change"), None);
+        assert_eq!(
+            watch_paths(Some(&bin), &[cfg.clone(), d.path().join("gone")]),
+            [bin.clone(), cfg]
+        );
+
+        std::fs::create_dir(d.path().join("sessions")).unwrap();
+        assert!(take_pending(d.path(), "s1").is_empty());
+        keep_pending(d.path(), "s1", "one").unwrap();
+        keep_pending(d.path(), "s1", "two\nlines").unwrap();
+        assert_eq!(take_pending(d.path(), "s1"), ["one", "two lines"]);
+        assert!(take_pending(d.path(), "s1").is_empty(), "each once");
+    }
     use serde_json::json;
 
     fn wired() -> Value {
