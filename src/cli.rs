@@ -92,6 +92,8 @@ pub enum Command {
     SubagentStop,
     /// Hook: ConfigChange (puts loopgate's hooks back when a settings change removes them)
     ConfigChange,
+    /// Hook: FileChanged (tells the person when the hooks' binary or loopgate's config changed)
+    FileChanged,
     /// Hook: UserPromptSubmit (starts a new turn)
     UserPromptSubmit,
     /// See loopgate work: a short loop played through the real hook, in a throw-away directory
@@ -195,6 +197,10 @@ pub enum Command {
         /// The project to check [default: $CLAUDE_PROJECT_DIR, else the current directory]
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
+        /// Claude Code's managed-settings directory [default: /etc/claude-code, or the
+        /// macOS/Windows one]
+        #[arg(long, value_name = "DIR")]
+        managed_dir: Option<PathBuf>,
         /// Machine-readable output
         #[arg(long)]
         json: bool,
@@ -270,6 +276,11 @@ pub enum Command {
         /// Managed-settings directory [default: /etc/claude-code, or the macOS/Windows one]
         #[arg(long, requires = "managed", value_name = "DIR")]
         managed_dir: Option<PathBuf>,
+        /// With --managed: the root-owned directory the hooks' binary is copied to
+        /// [default: /usr/local/lib/loopgate; macOS: /Library/Application Support/loopgate;
+        /// Windows: %ProgramFiles%\loopgate]
+        #[arg(long, requires = "managed", value_name = "DIR")]
+        install_dir: Option<PathBuf>,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(
@@ -296,6 +307,7 @@ impl Command {
             Command::Stop => Event::Stop,
             Command::SubagentStop => Event::SubagentStop,
             Command::ConfigChange => Event::ConfigChange,
+            Command::FileChanged => Event::FileChanged,
             Command::UserPromptSubmit => Event::UserPromptSubmit,
             _ => return None,
         })
@@ -312,6 +324,7 @@ impl Command {
             Command::Stop => "stop",
             Command::SubagentStop => "subagent-stop",
             Command::ConfigChange => "config-change",
+            Command::FileChanged => "file-changed",
             Command::UserPromptSubmit => "user-prompt-submit",
             Command::Status { .. } => "status",
             Command::Reset { .. } => "reset",

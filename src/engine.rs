@@ -54,7 +54,7 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
     let mut subject = None;
     let mut verdicts = match event {
         // Handled before the engine (`hook::session_start`, `hook::config_change`).
-        Event::SessionStart | Event::ConfigChange => Vec::new(),
+        Event::SessionStart | Event::ConfigChange | Event::FileChanged => Vec::new(),
         Event::UserPromptSubmit => user_prompt(state, p, ctx),
         Event::PreToolUse => {
             follow_turn(state, p, ctx, true);

@@ -74,6 +74,17 @@ struct Done {
     exit: Exit,
 }
 
+impl Done {
+    /// Nothing to answer, nothing to say.
+    fn silent() -> Done {
+        Done {
+            stdout: None,
+            problems: Vec::new(),
+            exit: Exit::Ok,
+        }
+    }
+}
+
 fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     let read = crate::dialect::read(cli.agent, expected, input)?;
     // A detected CLI's failures from here on exit as that CLI needs.
@@ -99,10 +110,17 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         project_dir.as_deref(),
     ));
     if event == Event::SessionStart {
-        return session_start(cli, &payload.session_id, &loaded.config);
+        let mut done = session_start(cli, &payload.session_id, &loaded.config)?;
+        if agent == Agent::Claude {
+            done.stdout = crate::wiring::watch_answer(&watched(cli, project_dir.as_deref()));
+        }
+        return Ok(done);
     }
     if event == Event::ConfigChange {
         return config_change(cli, &payload, project_dir.as_deref(), &loaded.config);
+    }
+    if event == Event::FileChanged {
+        return file_changed(cli, &payload, project_dir.as_deref(), &loaded.config);
     }
     let config_problems = loaded.problems.clone();
     let mut problems = loaded.problems;
@@ -127,6 +145,13 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         Some(l) => store.load(l)?,
         None => (Store::peek(&store.state_path(&payload.session_id)), None),
     };
+    if lock.is_some() {
+        // What FileChanged noticed since the last call (its own answer is shown nowhere).
+        notices.extend(crate::wiring::take_pending(
+            store.dir(),
+            &payload.session_id,
+        ));
+    }
     if let Some(q) = &quarantined {
         notices.push(format!(
             "session state was unusable ({}) and has been moved to {}; loop counts start again \
@@ -283,7 +308,8 @@ fn open_store(cli: &Cli, notices: &mut Vec<String>) -> Result<Store> {
 /// a file creation costs milliseconds on some filesystems (NFS, a journal-less ext4 after
 /// deletions), while a session's start is not waited on. Anything else (a resumed session, a state
 /// to move aside, a busy lock, a config problem) is left to the session's next event, which judges
-/// and reports it; this answers nothing, since its stdout would reach the model (observed).
+/// and reports it. It answers nothing of its own, since plain stdout would reach the model
+/// (observed); for Claude Code the caller answers the paths to watch, which does not.
 fn session_start(cli: &Cli, session_id: &str, cfg: &config::Config) -> Result<Done> {
     let silent = || Done {
         stdout: None,
@@ -417,6 +443,85 @@ pub fn state_dir(cli: &Cli) -> Result<PathBuf> {
 pub fn say(msg: &str) {
     let line = format!("loopgate: {}\n", clip(&msg.replace('\n', " "), 400));
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// The files a Claude Code session watches for FileChanged: the hooks' binary and loopgate's
+/// config files (see [`crate::wiring::watch_paths`]).
+fn watched(cli: &Cli, project: Option<&std::path::Path>) -> Vec<std::path::PathBuf> {
+    crate::wiring::watch_paths(
+        std::env::current_exe().ok().as_deref(),
+        &config_files(cli, project),
+    )
+}
+
+fn config_files(cli: &Cli, project: Option<&std::path::Path>) -> Vec<std::path::PathBuf> {
+    cli.config
+        .clone()
+        .into_iter()
+        .chain(config::user_config_file())
+        .chain(project.map(config::project_config_file))
+        .collect()
+}
+
+/// FileChanged: a watched file changed. It cannot block and its answer is shown nowhere
+/// (observed), so what the person must hear is logged, said on stderr, and kept for the
+/// session's next hook call to show.
+fn file_changed(
+    cli: &Cli,
+    payload: &Payload,
+    project_dir: Option<&std::path::Path>,
+    cfg: &config::Config,
+) -> Result<Done> {
+    let (Some(changed), Some(exe)) = (
+        payload.file_path.as_deref().filter(|f| !f.is_empty()),
+        std::env::current_exe().ok(),
+    ) else {
+        return Ok(Done::silent());
+    };
+    let project = project_dir
+        .map(std::path::Path::to_path_buf)
+        .or_else(|| payload.cwd.as_deref().map(std::path::PathBuf::from));
+    let mode_now = || {
+        let mut off = Vec::new();
+        if cfg.mode == Mode::Observe {
+            off.push("puts loopgate in observe mode (it denies nothing)");
+        }
+        if !cfg.guard.enabled {
+            off.push("switches the tamper guard off");
+        }
+        (!off.is_empty()).then(|| off.join(" and "))
+    };
+    let Some(message) = crate::wiring::file_changed(
+        std::path::Path::new(changed),
+        payload.file_event.as_deref().unwrap_or("change"),
+        Some(&exe),
+        &config_files(cli, project.as_deref()),
+        mode_now,
+    ) else {
+        return Ok(Done::silent());
+    };
+    let message = crate::redact::mask(&message);
+    let mut notices = Vec::new();
+    if let Ok(store) = open_store(cli, &mut notices) {
+        let _ = crate::wiring::keep_pending(store.dir(), &payload.session_id, &message);
+        let line = serde_json::json!({
+            "ts": crate::clock::rfc3339(crate::clock::now_ms()),
+            "session": clip(&payload.session_id, 128),
+            "event": "FileChanged",
+            "detector": "guard",
+            "decision": "notice",
+            "enforced": cfg.mode == Mode::Enforce,
+            "severity": "high",
+            "reason": format!("loopgate: {message}"),
+            "evidence": {"file_path": clip(changed, 256), "change": payload.file_event.as_deref().map(|e| clip(e, 16))},
+        });
+        let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
+    }
+    Ok(Done {
+        stdout: None,
+        problems: vec![message],
+        exit: Exit::Ok,
+    })
 }
 
 /// ConfigChange: a settings file changed on disk. When the settings now switch loopgate off

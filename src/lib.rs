@@ -195,6 +195,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             json,
             managed,
             managed_dir,
+            install_dir,
         } => cmd::setup::run(&cmd::setup::Options {
             show_bin: *show_bin,
             agent: agent.unwrap_or(dialect::Agent::Claude),
@@ -206,6 +207,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             json: *json,
             managed: managed.then(|| managed_dir.clone().unwrap_or_else(setup::managed_dir)),
             state_dir: hook::state_dir(cli).ok(),
+            install_dir: install_dir.as_deref(),
         })?,
         Command::Report {
             state,
@@ -244,6 +246,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             state,
             config,
             project,
+            managed_dir,
             json,
         } => {
             let project = cmd::project_dir(project.as_deref());
@@ -254,7 +257,9 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
                 state_dir: cmd::state_dir(cli.state_dir_for(state)).map_err(|e| format!("{e:#}")),
                 project,
                 home: paths::home_dir(),
-                managed_dir: paths::claude_managed_dir(),
+                managed_dir: managed_dir
+                    .clone()
+                    .unwrap_or_else(paths::claude_managed_dir),
                 agents: dialect::Agent::ALL
                     .into_iter()
                     .filter(|&a| a != dialect::Agent::Claude)
@@ -342,6 +347,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
             "subagent-stop" => command = Some(C::SubagentStop),
             "user-prompt-submit" => command = Some(C::UserPromptSubmit),
             "config-change" => command = Some(C::ConfigChange),
+            "file-changed" => command = Some(C::FileChanged),
             _ => return None,
         }
     }

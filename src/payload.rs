@@ -20,6 +20,9 @@ pub enum Event {
     UserPromptSubmit,
     /// Claude Code's settings changed on disk: loopgate's wiring is checked (see `wiring`).
     ConfigChange,
+    /// A path SessionStart asked Claude Code to watch (the hooks' binary, loopgate's config)
+    /// changed: noted for the person (see `wiring::file_changed`); it cannot block.
+    FileChanged,
 }
 
 impl Event {
@@ -34,6 +37,7 @@ impl Event {
             "SubagentStop" => Event::SubagentStop,
             "UserPromptSubmit" => Event::UserPromptSubmit,
             "ConfigChange" => Event::ConfigChange,
+            "FileChanged" => Event::FileChanged,
             _ => return None,
         })
     }
@@ -49,6 +53,7 @@ impl Event {
             Event::SubagentStop => "SubagentStop",
             Event::UserPromptSubmit => "UserPromptSubmit",
             Event::ConfigChange => "ConfigChange",
+            Event::FileChanged => "FileChanged",
         }
     }
 
@@ -101,9 +106,12 @@ pub struct Payload {
     pub is_interrupt: Option<bool>,
     #[serde(default)]
     pub stop_hook_active: Option<bool>,
-    /// ConfigChange: the settings file that changed.
+    /// ConfigChange, FileChanged: the file that changed.
     #[serde(default)]
     pub file_path: Option<String>,
+    /// FileChanged: what happened to it (`change`, `add`, `unlink`).
+    #[serde(default, rename = "event")]
+    pub file_event: Option<String>,
     /// UserPromptSubmit: what the user asked (only its digest is kept).
     #[serde(default)]
     pub prompt: Option<String>,

@@ -32,6 +32,7 @@ pub const HOOKS: &[(&str, &str, bool)] = &[
     ("SubagentStop", "subagent-stop", false),
     ("UserPromptSubmit", "user-prompt-submit", false),
     ("ConfigChange", "config-change", false),
+    ("FileChanged", "file-changed", false),
 ];
 
 /// Seconds Claude Code waits for one loopgate hook before giving up on it (it then fails open).
@@ -375,7 +376,7 @@ fn shell_words(command: &str, max: usize) -> Vec<String> {
 }
 
 /// Quotes `word` for `sh` when it holds anything but plainly safe characters.
-fn shell_quote(word: &str) -> String {
+pub fn shell_quote(word: &str) -> String {
     let safe = !word.is_empty()
         && word
             .chars()
@@ -832,6 +833,65 @@ pub fn run_managed(dir: &Path, command_prefix: &str, uninstall: bool) -> Result<
     Ok(format!(
         "installed loopgate hooks as managed settings in {shown}"
     ))
+}
+
+/// The binary's file name in [`crate::platform::system_install_dir`].
+pub fn system_bin_name() -> String {
+    format!("loopgate{}", std::env::consts::EXE_SUFFIX)
+}
+
+/// Puts the hooks' binary where only the system's owner can change it, for managed settings,
+/// and returns the path the hooks should run. `src` is used where it is when it already is such
+/// a binary and no `dir` was asked for; otherwise it is copied into `dir` (default
+/// [`crate::platform::system_install_dir`]), made `0755` in `0755` directories, and written
+/// to a temporary file renamed into place, so a hook running at that moment is not disturbed.
+/// Refuses when the result could still be replaced by someone else (a user-owned or
+/// group-writable directory above it), naming the path and the owner.
+pub fn install_system_copy(src: &Path, dir: Option<&Path>) -> Result<PathBuf> {
+    use crate::platform::SystemOwned;
+    if dir.is_none() && crate::platform::system_owned(src) == SystemOwned::Yes {
+        return Ok(src.to_path_buf());
+    }
+    let dir = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(crate::platform::system_install_dir);
+    let dest = dir.join(system_bin_name());
+    let refuse = |why: String| {
+        anyhow::anyhow!(
+            "{why}: the agent, running as a user, could replace the binary the managed hooks run. \
+             Nothing installed; choose a directory only root can write with --install-dir DIR"
+        )
+    };
+    let same = fs::canonicalize(src)
+        .ok()
+        .is_some_and(|s| Some(s) == fs::canonicalize(&dest).ok());
+    crate::platform::create_shared_dir(&dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    if let SystemOwned::No(why) = crate::platform::system_owned(&dir) {
+        return Err(refuse(why));
+    }
+    if !same {
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".loopgate-")
+            .suffix(".tmp")
+            .tempfile_in(&dir)
+            .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+        let mut from =
+            fs::File::open(src).with_context(|| format!("cannot read {}", src.display()))?;
+        io::copy(&mut from, tmp.as_file_mut())
+            .with_context(|| format!("cannot copy {} to {}", src.display(), dir.display()))?;
+        if let Some(permissions) = crate::platform::shared_executable_permissions() {
+            tmp.as_file().set_permissions(permissions)?;
+        }
+        tmp.as_file().sync_all()?;
+        tmp.persist(&dest)
+            .map_err(|e| e.error)
+            .with_context(|| format!("cannot write {}", dest.display()))?;
+    }
+    if let SystemOwned::No(why) = crate::platform::system_owned(&dest) {
+        return Err(refuse(why));
+    }
+    Ok(dest)
 }
 
 #[cfg(test)]

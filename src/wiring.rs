@@ -84,6 +84,8 @@ fn unwired(files: &[(PathBuf, Value)]) -> Vec<&'static str> {
     setup::HOOKS
         .iter()
         .map(|&(event, _, _)| event)
+        // FileChanged only reports; settings written before loopgate wired it still work.
+        .filter(|event| *event != "FileChanged")
         .filter(|event| {
             !files.iter().any(|(_, v)| {
                 let mut only = Map::new();
@@ -273,9 +275,159 @@ pub fn sanction(state_dir: &Path, file: &Path) -> Result<()> {
     setup::write_atomic(&path, (lines.join("\n") + "\n").as_bytes(), None)
 }
 
+/// In the state dir's `sessions/`: what FileChanged noticed, for the session's next hook call
+/// to show (FileChanged's own answer is shown nowhere, observed). A `.notice` file, so `gc`
+/// removes one that no call ever took.
+const PENDING_SUFFIX: &str = ".changed.notice";
+/// A pending file past this is not added to: the person has been told enough.
+const PENDING_MAX: u64 = 16 << 10;
+
+/// The paths a Claude Code session should watch for FileChanged: the hooks' binary and
+/// loopgate's config files that exist now (a file made later is reported unreliably, observed).
+/// The settings files are not among them: ConfigChange already sees, and can undo, their changes.
+pub fn watch_paths(exe: Option<&Path>, config_files: &[PathBuf]) -> Vec<PathBuf> {
+    exe.into_iter()
+        .map(Path::to_path_buf)
+        .chain(config_files.iter().cloned())
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// SessionStart's answer asking Claude Code to watch `paths`; it reaches neither the model nor
+/// the screen (observed).
+pub fn watch_answer(paths: &[PathBuf]) -> Option<String> {
+    if paths.is_empty() {
+        return None;
+    }
+    let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    Some(
+        serde_json::json!({"hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "watchPaths": paths,
+        }})
+        .to_string(),
+    )
+}
+
+/// What the person must hear about a watched file that changed, if anything. `what` is
+/// FileChanged's `event` (`change`, `add`, `unlink`); `mode_now` says what loopgate's config does
+/// now that it changed (`None` when it still enforces).
+pub fn file_changed(
+    changed: &Path,
+    what: &str,
+    exe: Option<&Path>,
+    config_files: &[PathBuf],
+    mode_now: impl FnOnce() -> Option<String>,
+) -> Option<String> {
+    let same = |p: &Path| {
+        p == changed
+            || std::fs::canonicalize(p)
+                .ok()
+                .is_some_and(|c| std::fs::canonicalize(changed).ok() == Some(c))
+    };
+    let shown = changed.display();
+    if exe.is_some_and(same) {
+        return Some(if what == "unlink" {
+            format!(
+                "the hooks' binary {shown} was deleted mid-session: every later hook call fails \
+                 and loopgate is off until it is reinstalled (./install.sh or `loopgate setup`)"
+            )
+        } else {
+            format!(
+                "the hooks' binary {shown} was replaced mid-session; if that was not you \
+                 upgrading loopgate, reinstall it and run `loopgate doctor`"
+            )
+        });
+    }
+    if config_files.iter().any(|f| same(f)) {
+        let off = mode_now()?;
+        return Some(format!(
+            "loopgate's config {shown} changed mid-session and now {off}; if that was not you, \
+             put it back (`loopgate config` shows every value and its source)"
+        ));
+    }
+    None
+}
+
+fn pending_path(state_dir: &Path, session_id: &str) -> PathBuf {
+    state_dir.join("sessions").join(format!(
+        "{}{PENDING_SUFFIX}",
+        crate::store::Store::stem(session_id)
+    ))
+}
+
+/// Keeps `message` for the session's next hook call to show.
+pub fn keep_pending(state_dir: &Path, session_id: &str, message: &str) -> Result<()> {
+    let path = pending_path(state_dir, session_id);
+    let f = crate::platform::open_private_rw(&path, true)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let at = f.metadata()?.len();
+    if at < PENDING_MAX {
+        let line = format!("{}\n", message.replace('\n', " "));
+        crate::platform::write_all_at(&f, line.as_bytes(), at)?;
+    }
+    Ok(())
+}
+
+/// The messages FileChanged kept for this session, each once: the file is moved away before it
+/// is read, so a message kept meanwhile waits for the next call instead of being lost.
+pub fn take_pending(state_dir: &Path, session_id: &str) -> Vec<String> {
+    let path = pending_path(state_dir, session_id);
+    let mut taking = path.clone().into_os_string();
+    taking.push(".taking");
+    let taking = PathBuf::from(taking);
+    if std::fs::rename(&path, &taking).is_err() {
+        return Vec::new(); // the common case: nothing pending, one failed rename
+    }
+    let text = crate::platform::open_private_read(&taking)
+        .ok()
+        .and_then(|f| {
+            use std::io::Read;
+            let mut text = String::new();
+            f.take(PENDING_MAX * 2).read_to_string(&mut text).ok()?;
+            Some(text)
+        })
+        .unwrap_or_default();
+    let _ = std::fs::remove_file(&taking);
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_watched_file_is_reported_by_what_it_is_and_what_happened() {
+        let d = tempfile::tempdir().unwrap();
+        let (bin, cfg) = (d.path().join("loopgate"), d.path().join("config.toml"));
+        std::fs::write(&bin, "").unwrap();
+        std::fs::write(&cfg, "").unwrap();
+        let cfgs = [cfg.clone()];
+        let off = || Some("puts loopgate in observe mode".to_string());
+        let said = |p: &Path, what| file_changed(p, what, Some(&bin), &cfgs, off);
+        assert!(said(&bin, "change").unwrap().contains("was replaced"));
+        assert!(said(&bin, "unlink").unwrap().contains("was deleted"));
+        assert!(said(&cfg, "change").unwrap().contains("observe mode"));
+        assert_eq!(
+            file_changed(&cfg, "change", Some(&bin), &cfgs, || None),
+            None
+        );
+        assert_eq!(said(&d.path().join("other"), "change"), None);
+        assert_eq!(
+            watch_paths(Some(&bin), &[cfg.clone(), d.path().join("gone")]),
+            [bin.clone(), cfg]
+        );
+
+        std::fs::create_dir(d.path().join("sessions")).unwrap();
+        assert!(take_pending(d.path(), "s1").is_empty());
+        keep_pending(d.path(), "s1", "one").unwrap();
+        keep_pending(d.path(), "s1", "two\nlines").unwrap();
+        assert_eq!(take_pending(d.path(), "s1"), ["one", "two lines"]);
+        assert!(take_pending(d.path(), "s1").is_empty(), "each once");
+    }
     use serde_json::json;
 
     fn wired() -> Value {

@@ -209,12 +209,17 @@ fn answer_shape(event: &str, v: &Value) -> Result<(), String> {
         let reason = h["permissionDecisionReason"].is_string();
         let decision = h["permissionDecision"].as_str();
         let context = h["additionalContext"].is_string();
+        // SessionStart's paths for FileChanged (tests/e2e/watch_paths.rs: kept from the model).
+        let watch = event == "SessionStart"
+            && h["watchPaths"]
+                .as_array()
+                .is_some_and(|ps| !ps.is_empty() && ps.iter().all(Value::is_string));
         return match decision {
             Some("allow" | "deny" | "ask") if event == "PreToolUse" && reason => Ok(()),
             Some(d) => Err(format!(
                 "permissionDecision {d:?} (with a reason: {reason})"
             )),
-            None if context => Ok(()),
+            None if context || watch => Ok(()),
             None => Err("hookSpecificOutput with nothing in it".into()),
         };
     }

@@ -347,7 +347,7 @@ fn doctor_passes_a_good_install_and_names_the_fix_for_each_break() {
     let good = doctor(&env, &bin_dir);
     assert_eq!(good.code, 0, "{}{}", good.stdout, good.stderr);
     assert!(
-        good.stdout.contains("✓ hooks wired once: all 9 events"),
+        good.stdout.contains("✓ hooks wired once: all 10 events"),
         "{}",
         good.stdout
     );
@@ -663,8 +663,9 @@ fn a_new_sessions_first_call_sweeps_old_sessions() {
 }
 
 /// SessionStart, which Claude Code fires before the first prompt, makes a new session's lock and
-/// state files and answers nothing (its stdout would reach the model): the first prompt then
-/// creates no file. A resumed session's start changes nothing.
+/// state files and answers only the paths to watch (plain stdout would reach the model; a
+/// `watchPaths` answer does not, observed): the first prompt then creates no file. A resumed
+/// session's start changes nothing.
 #[test]
 fn session_start_makes_a_new_sessions_files_and_says_nothing() {
     let mut env = Env::new().git();
@@ -675,8 +676,22 @@ fn session_start_makes_a_new_sessions_files_and_says_nothing() {
         env.hook("session-start", &p)
     };
 
+    let only_watch_paths = |out: &Out| {
+        out.code == 0
+            && out
+                .json()
+                .as_object()
+                .unwrap()
+                .keys()
+                .eq(["hookSpecificOutput"])
+            && out.json()["hookSpecificOutput"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .eq(["hookEventName", "watchPaths"])
+    };
     let out = start(&env, "startup");
-    assert!(out.is_silent_allow(), "{:?} {:?}", out.stdout, out.stderr);
+    assert!(only_watch_paths(&out), "{:?} {:?}", out.stdout, out.stderr);
     assert!(out.stderr.is_empty(), "{}", out.stderr);
     let made = session_names(&env);
     assert_eq!(made.len(), 2, "the session's lock and state: {made:?}");
@@ -701,7 +716,7 @@ fn session_start_makes_a_new_sessions_files_and_says_nothing() {
 
     let state = std::fs::read(env.state_file()).unwrap();
     let out = start(&env, "resume");
-    assert!(out.is_silent_allow() && out.stderr.is_empty());
+    assert!(only_watch_paths(&out) && out.stderr.is_empty());
     assert_eq!(
         std::fs::read(env.state_file()).unwrap(),
         state,
@@ -749,4 +764,88 @@ fn status_shows_the_ceiling_and_only_reset_lowers_it() {
     let out = env.run(&["reset", "--session", "sess-1"], b"");
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(ceiling(&env)["ended_turns"], 0);
+}
+
+/// SessionStart asks Claude Code to watch the hooks' binary and loopgate's config; FileChanged
+/// for them is shown to the person by the session's next hook call (its own answer is shown
+/// nowhere, observed in tests/e2e/watch_paths.rs), logged, and said on stderr — once.
+#[test]
+fn a_watched_binary_or_config_that_changes_mid_session_is_reported_once() {
+    let env = Env::new().config("[detectors.repeat]\n");
+    let start = env.hook(
+        "session-start",
+        &env.base("SessionStart", json!({"source": "startup"})),
+    );
+    assert_eq!(start.code, 0, "{}", start.stderr);
+    let answer = start.json();
+    assert_eq!(
+        answer["hookSpecificOutput"]["hookEventName"],
+        "SessionStart"
+    );
+    let watched: Vec<&str> = answer["hookSpecificOutput"]["watchPaths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    let config = user_config(&env);
+    assert!(watched.contains(&BIN), "{watched:?}");
+    assert!(watched.contains(&config.to_str().unwrap()), "{watched:?}");
+    assert_eq!(
+        answer.as_object().unwrap().len(),
+        1,
+        "nothing else: {answer}"
+    );
+
+    let changed = |file: &str, what: &str| {
+        env.hook(
+            "file-changed",
+            &env.base("FileChanged", json!({"file_path": file, "event": what})),
+        )
+    };
+    let shown = |out: &Out| match out.stdout.is_empty() {
+        true => String::new(),
+        false => out.json()["systemMessage"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+    };
+    // An edit that leaves loopgate enforcing, and a file nobody watches: nothing to say.
+    assert!(changed(config.to_str().unwrap(), "change")
+        .stderr
+        .is_empty());
+    assert!(changed("/tmp/elsewhere.txt", "change").stderr.is_empty());
+    assert!(env.bash("echo 1", Ok("1")).is_silent_allow());
+
+    // The config now switches loopgate to observe mode.
+    std::fs::write(&config, "mode = \"observe\"\n").unwrap();
+    let out = changed(config.to_str().unwrap(), "change");
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.is_empty(),
+        "FileChanged answers nothing: {}",
+        out.stdout
+    );
+    assert!(out.stderr.contains("observe mode"), "{}", out.stderr);
+    // The binary deleted.
+    assert!(changed(BIN, "unlink").stderr.contains("was deleted"));
+    let log = std::fs::read_to_string(env.state.join("events.jsonl")).unwrap();
+    let notes: Vec<Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "FileChanged")
+        .collect();
+    assert_eq!(notes.len(), 2, "{log}");
+    assert_eq!(notes[1]["evidence"]["change"], "unlink");
+
+    // The next call shows both to the person; the one after says nothing more.
+    let next = env.pre("Bash", json!({"command": "echo 2"}), &env.id());
+    let message = shown(&next);
+    assert!(
+        message.contains("observe mode") && message.contains("was deleted"),
+        "{}",
+        next.stdout
+    );
+    let after = env.pre("Bash", json!({"command": "echo 3"}), &env.id());
+    assert!(after.is_silent_allow(), "told once: {}", after.stdout);
 }

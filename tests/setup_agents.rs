@@ -79,7 +79,13 @@ fn run(env: &Env, args: &[&str]) -> (i32, String, String) {
 }
 
 fn doctor_check(env: &Env, name: &str) -> Value {
-    let (_, stdout, stderr) = run(env, &["doctor", "--json"]);
+    doctor_check_with(env, name, &[])
+}
+
+/// [`doctor_check`] with more arguments to `doctor`.
+fn doctor_check_with(env: &Env, name: &str, more: &[&str]) -> Value {
+    let args: Vec<&str> = ["doctor", "--json"].iter().chain(more).copied().collect();
+    let (_, stdout, stderr) = run(env, &args);
     let v: Value =
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
     v["checks"]
@@ -359,4 +365,176 @@ fn codex_itself_trusts_the_hooks_setup_wrote() {
             "{key}"
         );
     }
+}
+
+/// `doctor --managed-dir DIR`'s "managed install" check.
+#[cfg(unix)]
+fn managed_check(env: &Env, managed: &Path) -> Value {
+    doctor_check_with(
+        env,
+        "managed install",
+        &["--managed-dir", managed.to_str().unwrap()],
+    )
+}
+
+#[cfg(unix)]
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() == 0
+    })
+}
+
+#[cfg(unix)]
+#[test]
+fn managed_setup_puts_the_binary_where_only_root_writes_and_doctor_flags_a_writable_one() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let env = Env::new();
+    let home = home(&env);
+    let managed = home.join("managed");
+    let sys = home.join("sys");
+    let install = sys.join("lib/loopgate");
+    let (m, i) = (managed.to_str().unwrap(), install.to_str().unwrap());
+    let args = ["setup", "--managed", "--managed-dir", m, "--install-dir", i];
+    if !is_root() {
+        // Not root (a developer's machine): the refusal is all there is to see.
+        let (code, _, err) = run(&env, &args);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("run `sudo "), "{err}");
+        return;
+    }
+    let (code, out, err) = run(&env, &args);
+    assert_eq!(code, 0, "{out}{err}");
+    let copy = install.join("loopgate");
+    let meta = std::fs::metadata(&copy).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o7777), (0, 0o755));
+    assert_eq!(
+        std::fs::metadata(&install).unwrap().mode() & 0o7777,
+        0o755,
+        "whatever the umask"
+    );
+    assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(BIN).unwrap());
+    let drop_in = managed.join("managed-settings.d/loopgate.json");
+    let wired: Value = serde_json::from_str(&std::fs::read_to_string(&drop_in).unwrap()).unwrap();
+    assert_eq!(
+        wired["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        format!("{i}/loopgate pre-tool-use"),
+        "the managed hooks run the root-owned copy"
+    );
+    let check = managed_check(&env, &managed);
+    assert_eq!(check["status"], "ok", "{check}");
+
+    // The copy handed to another user: doctor says so and how to fix it.
+    std::os::unix::fs::chown(&copy, Some(65534), None).unwrap();
+    let check = managed_check(&env, &managed);
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(
+        check["detail"].as_str().unwrap().contains("uid 65534"),
+        "{check}"
+    );
+    assert!(
+        check["fix"]
+            .as_str()
+            .unwrap()
+            .contains("sudo loopgate setup --managed"),
+        "{check}"
+    );
+    std::os::unix::fs::chown(&copy, Some(0), None).unwrap();
+
+    // A directory above it anyone may write: doctor flags it, and setup refuses to install there.
+    std::fs::set_permissions(&sys, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let check = managed_check(&env, &managed);
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("writable by every user"),
+        "{check}"
+    );
+    std::fs::remove_file(&drop_in).unwrap();
+    let (code, _, err) = run(&env, &args);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("writable by every user") && err.contains("Nothing installed"),
+        "{err}"
+    );
+    assert!(
+        !drop_in.exists(),
+        "no managed hooks wired to a replaceable binary"
+    );
+    std::fs::set_permissions(&sys, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    // Managed hooks that find loopgate on PATH are no better.
+    std::fs::write(&drop_in, serde_json::to_string(&json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "loopgate stop"}]}]}})).unwrap()).unwrap();
+    let check = managed_check(&env, &managed);
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(
+        check["detail"].as_str().unwrap().contains("from PATH"),
+        "{check}"
+    );
+
+    // Uninstalling removes the drop-in and the copy the drop-in ran.
+    let (code, out, err) = run(&env, &args);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(
+        &env,
+        &[
+            "setup",
+            "--managed",
+            "--uninstall",
+            "--managed-dir",
+            m,
+            "--install-dir",
+            i,
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!drop_in.exists() && !copy.exists(), "{out}");
+}
+
+#[cfg(unix)]
+#[test]
+fn managed_setup_without_root_refuses_and_names_the_command_that_has_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let home = home(&env);
+    if !is_root() || !Path::new("/usr/bin/setpriv").exists() {
+        return; // the install test above sees the refusal when not root
+    }
+    // A place an unprivileged user can reach: the binary and a HOME of its own.
+    let user = home.join("user");
+    std::fs::create_dir_all(&user).unwrap();
+    for d in [&home, &user] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let lg = user.join("lg");
+    std::fs::copy(BIN, &lg).unwrap();
+    let managed = user.join("managed");
+    let o = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&lg)
+        .args([
+            "setup",
+            "--managed",
+            "--managed-dir",
+            managed.to_str().unwrap(),
+        ])
+        .env_clear()
+        .env("HOME", &user)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains(&format!(
+            "run `sudo {} setup --managed --managed-dir {}`",
+            lg.display(),
+            managed.display()
+        )),
+        "{err}"
+    );
+    assert!(!managed.exists(), "nothing written");
 }

@@ -114,6 +114,7 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
         .collect();
     let mut out = vec![binary_on_path(inp)];
     out.extend(hooks_binary(&wiring, inp));
+    out.extend(managed_install(&wiring));
     // loopgate used with other CLIs only: no Claude Code here is not a failure.
     let no_claude = wiring.handlers.is_empty()
         && !inp
@@ -432,6 +433,8 @@ struct Handler {
     /// "user settings /home/u/.claude/settings.json", "plugin loopgate@market", …
     source: String,
     plugin: bool,
+    /// The managed-settings file it is in, if it is in one.
+    managed: Option<PathBuf>,
 }
 
 #[derive(Default)]
@@ -516,6 +519,7 @@ fn wiring(inp: &Inputs) -> Wiring {
                             command: cmd.to_string(),
                             source: format!("{label} {}", file.display()),
                             plugin: false,
+                            managed: managed.then(|| file.clone()),
                         });
                     }
                 }
@@ -532,6 +536,7 @@ fn wiring(inp: &Inputs) -> Wiring {
                 command: format!("{} {sub}", setup::PLUGIN_COMMAND_PREFIX),
                 source: format!("plugin {name}"),
                 plugin: true,
+                managed: None,
             });
         }
     }
@@ -645,6 +650,69 @@ fn hooks_binary(w: &Wiring, inp: &Inputs) -> Vec<Check> {
         });
     }
     out
+}
+
+/// A managed install keeps loopgate on only while the agent, running as the user, can change
+/// neither the managed hooks nor the binary they run: both, and every directory above them, must
+/// be root's alone.
+fn managed_install(w: &Wiring) -> Option<Check> {
+    use crate::platform::SystemOwned;
+    const NAME: &str = "managed install";
+    let managed: Vec<(&PathBuf, String)> = w
+        .handlers
+        .iter()
+        .filter_map(|h| Some((h.managed.as_ref()?, setup::command_program(&h.command)?)))
+        .collect();
+    if managed.is_empty() {
+        return None;
+    }
+    let fix = format!(
+        "run `sudo loopgate setup --managed`, which copies the binary to {} and wires the managed hooks to it",
+        crate::platform::system_install_dir().display()
+    );
+    let mut problems = Vec::new();
+    let mut unknown = Vec::new();
+    let mut checked: Vec<String> = Vec::new();
+    for (file, program) in &managed {
+        let file_shown = file.display().to_string();
+        if !program.contains(['/', '\\']) {
+            problems.push(format!(
+                "the managed hooks in {file_shown} run `{program}` from PATH, which the user's environment decides"
+            ));
+            continue;
+        }
+        for path in [program.clone(), file_shown] {
+            if checked.contains(&path) {
+                continue;
+            }
+            match crate::platform::system_owned(Path::new(&path)) {
+                SystemOwned::Yes => {}
+                SystemOwned::No(why) => problems.push(why),
+                SystemOwned::Unknown(what) => unknown.push(what),
+            }
+            checked.push(path);
+        }
+    }
+    if !problems.is_empty() {
+        return Some(fail(
+            NAME,
+            format!(
+                "{}: the agent, running as you, could replace what the managed hooks run",
+                problems.join("; ")
+            ),
+            fix,
+        ));
+    }
+    if !unknown.is_empty() {
+        return Some(info(NAME, unknown.join("; ")));
+    }
+    Some(ok(
+        NAME,
+        format!(
+            "{} and every directory above them are writable by root only",
+            checked.join(", ")
+        ),
+    ))
 }
 
 fn config(loaded: &Loaded) -> Check {

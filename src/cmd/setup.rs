@@ -24,30 +24,14 @@ pub struct Options<'a> {
     /// Where the hooks keep their state: the settings as setup leaves them are recorded there,
     /// so the ConfigChange that follows is known as the person's own (see `wiring`).
     pub state_dir: Option<PathBuf>,
+    /// `setup --managed --install-dir DIR`: where the hooks' binary is copied
+    /// [default: `platform::system_install_dir`].
+    pub install_dir: Option<&'a Path>,
 }
 
 pub fn run(o: &Options) -> Result<()> {
     if let Some(dir) = &o.managed {
-        if o.agent != Agent::Claude {
-            bail!(
-                "--managed is Claude Code's managed settings; it does not apply to --agent {}",
-                o.agent.name()
-            );
-        }
-        let bin = match o.bin {
-            Some(b) => resolve_bin(b)?,
-            None => std::env::current_exe().context("cannot find this executable's path")?,
-        };
-        let prefix = crate::setup::command_prefix(&bin, o.observe)?;
-        println!("{}", crate::setup::run_managed(dir, &prefix, o.uninstall)?);
-        if !o.uninstall {
-            println!(
-                "remove loopgate from your own settings (`loopgate setup --uninstall`) so its hooks do not run twice, \
-                 and make sure {} is a binary the agent cannot replace (owned by root)",
-                bin.display()
-            );
-        }
-        return Ok(());
+        return managed(o, dir);
     }
     let user_file = crate::paths::agent_hook_file(o.agent);
     let settings: PathBuf = match o.settings {
@@ -116,6 +100,97 @@ pub fn run(o: &Options) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `setup --managed`: the hooks in Claude Code's managed settings, running a binary only root
+/// can replace. Without root's rights it refuses before touching anything and names the command
+/// that has them.
+fn managed(o: &Options, dir: &Path) -> Result<()> {
+    if o.agent != Agent::Claude {
+        bail!(
+            "--managed is Claude Code's managed settings; it does not apply to --agent {}",
+            o.agent.name()
+        );
+    }
+    if crate::platform::is_system_owner() == Some(false) {
+        bail!(
+            "setup --managed writes where only root may (the managed settings and the hooks' binary): run `{}`",
+            as_root_command()
+        );
+    }
+    if o.uninstall {
+        let called = crate::setup::hooked_programs_in(
+            &dir.join("managed-settings.d")
+                .join(crate::setup::MANAGED_FILE),
+        )
+        .unwrap_or_default();
+        println!("{}", crate::setup::run_managed(dir, "", true)?);
+        let ours = o
+            .install_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(crate::platform::system_install_dir)
+            .join(crate::setup::system_bin_name());
+        if called.iter().any(|p| Path::new(p) == ours) && std::fs::remove_file(&ours).is_ok() {
+            println!("removed {}", ours.display());
+            if let Some(parent) = ours.parent() {
+                let _ = std::fs::remove_dir(parent); // only when empty
+            }
+        }
+        return Ok(());
+    }
+    let src = match o.bin {
+        Some(b) => resolve_bin(b)?,
+        None => std::env::current_exe().context("cannot find this executable's path")?,
+    };
+    let bin = crate::setup::install_system_copy(&src, o.install_dir).map_err(|e| {
+        if is_permission_denied(&e) {
+            // Windows: no rights to ask about beforehand; a refused write says it.
+            anyhow::anyhow!(
+                "{e:#}: setup --managed needs an elevated prompt (Run as administrator): run `{}` there",
+                as_root_command()
+            )
+        } else {
+            e
+        }
+    })?;
+    if bin != src {
+        println!("installed {} as {}", src.display(), bin.display());
+    }
+    let prefix = crate::setup::command_prefix(&bin, o.observe)?;
+    println!("{}", crate::setup::run_managed(dir, &prefix, false)?);
+    println!(
+        "remove loopgate from your own settings (`loopgate setup --uninstall`) so its hooks do not run twice; \
+         `loopgate doctor` checks that only root can replace {}",
+        bin.display()
+    );
+    Ok(())
+}
+
+fn is_permission_denied(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
+    })
+}
+
+/// This very command line, run as root: `sudo <this executable> <the same arguments>` (the
+/// executable by its full path, which sudo's PATH may not reach).
+fn as_root_command() -> String {
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "loopgate".into());
+    let mut words = vec![crate::setup::shell_quote(&exe)];
+    words.extend(
+        std::env::args()
+            .skip(1)
+            .map(|a| crate::setup::shell_quote(&a)),
+    );
+    let line = words.join(" ");
+    if cfg!(windows) {
+        line
+    } else {
+        format!("sudo {line}")
+    }
 }
 
 /// `--bin` as the hooks will run it: an absolute path to an existing executable file. A bare

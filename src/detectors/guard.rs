@@ -29,6 +29,7 @@ const MUTATING: &[&str] = &[
     "gc",
     "session-start",
     "config-change",
+    "file-changed",
     "reset",
     "pre-tool-use",
     "post-tool-use",

@@ -104,6 +104,7 @@ fn gemini_name(e: Event) -> &'static str {
         Event::PostToolBatch => "AfterTool",
         Event::SessionStart => "SessionStart",
         Event::ConfigChange => "ConfigChange",
+        Event::FileChanged => "FileChanged",
     }
 }
 

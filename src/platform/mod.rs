@@ -146,6 +146,50 @@ pub fn world_readable_permissions() -> Option<std::fs::Permissions> {
     imp::world_readable_permissions()
 }
 
+/// Whether only the system's owner can change a file: root on Linux and macOS, Administrators
+/// and SYSTEM on Windows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SystemOwned {
+    Yes,
+    /// Someone else could replace or change it; the reason names the path and who.
+    No(String),
+    /// This OS's permissions are not read here (Windows ACLs); the text says what to check.
+    Unknown(String),
+}
+
+/// Whether `path`, every directory above it, and (for a link) where it leads, can be changed by
+/// the system's owner only. Unix: each must belong to root and be writable neither by everyone
+/// (a sticky directory such as `/tmp` excepted: others cannot rename what root owns in it) nor
+/// by a group other than root's. Windows: [`SystemOwned::Unknown`], ACLs are not read.
+pub fn system_owned(path: &Path) -> SystemOwned {
+    imp::system_owned(path)
+}
+
+/// Whether this process runs with the system owner's rights (root), where the OS says so
+/// without asking it to try (`None` on Windows: an elevated process is known by what it may
+/// write).
+pub fn is_system_owner() -> Option<bool> {
+    imp::is_system_owner()
+}
+
+/// Where `setup --managed` copies the hooks' binary: a directory only the system's owner may
+/// write, outside any user's reach (see docs/install.md for why each).
+pub fn system_install_dir() -> PathBuf {
+    imp::system_install_dir()
+}
+
+/// Creates `dir` and its missing parents for a file every local user runs and only the owner
+/// writes: `0755` on Unix (whatever the umask); inherited ACLs on Windows.
+pub fn create_shared_dir(dir: &Path) -> io::Result<()> {
+    imp::create_shared_dir(dir)
+}
+
+/// Permissions for a binary every local user runs and only its owner writes; `None` where the
+/// OS expresses that through inherited ACLs.
+pub fn shared_executable_permissions() -> Option<std::fs::Permissions> {
+    imp::shared_executable_permissions()
+}
+
 /// A special file's kind ("a FIFO", "a device", "a socket"), for files that are neither regular
 /// files nor directories nor links.
 pub fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {

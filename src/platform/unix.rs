@@ -162,3 +162,86 @@ pub fn stdin_readable_within(timeout: std::time::Duration) -> io::Result<bool> {
         Err(_) => Ok(true),
     }
 }
+
+pub fn system_owned(path: &Path) -> super::SystemOwned {
+    use super::SystemOwned;
+    let Ok(abs) = std::path::absolute(path) else {
+        return SystemOwned::No(format!("{} cannot be made absolute", path.display()));
+    };
+    // The path as named (a link in a user's dir could be swapped) and where it leads.
+    let mut chain: Vec<PathBuf> = abs.ancestors().map(Path::to_path_buf).collect();
+    if let Ok(real) = std::fs::canonicalize(&abs) {
+        chain.extend(real.ancestors().map(Path::to_path_buf));
+    }
+    for p in &chain {
+        let meta = match std::fs::symlink_metadata(p) {
+            Ok(m) => m,
+            Err(e) => return SystemOwned::No(format!("{} cannot be read: {e}", p.display())),
+        };
+        if meta.uid() != 0 {
+            return SystemOwned::No(format!(
+                "{} belongs to uid {}, not root",
+                p.display(),
+                meta.uid()
+            ));
+        }
+        if meta.file_type().is_symlink() {
+            continue; // a link's own mode means nothing; its dir and its target are checked
+        }
+        let mode = meta.mode();
+        let sticky_dir = meta.is_dir() && mode & 0o1000 != 0;
+        if sticky_dir {
+            continue;
+        }
+        if mode & 0o002 != 0 {
+            return SystemOwned::No(format!(
+                "{} is writable by every user (mode {:o})",
+                p.display(),
+                mode & 0o7777
+            ));
+        }
+        if mode & 0o020 != 0 && meta.gid() != 0 {
+            return SystemOwned::No(format!(
+                "{} is writable by group {} (mode {:o})",
+                p.display(),
+                meta.gid(),
+                mode & 0o7777
+            ));
+        }
+    }
+    SystemOwned::Yes
+}
+
+pub fn is_system_owner() -> Option<bool> {
+    Some(rustix::process::geteuid().is_root())
+}
+
+/// Linux: `/usr/local/lib/loopgate`, the FHS place for a locally installed program's private
+/// files, root-owned on every distribution and not on PATH. macOS: beside Claude Code's own
+/// managed settings, under `/Library/Application Support`, which Homebrew never takes over (it
+/// does take `/usr/local/lib` on Intel Macs).
+pub fn system_install_dir() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/loopgate")
+    } else {
+        PathBuf::from("/usr/local/lib/loopgate")
+    }
+}
+
+pub fn create_shared_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let missing: Vec<&Path> = dir.ancestors().take_while(|p| !p.exists()).collect();
+    for p in missing.into_iter().rev() {
+        match std::fs::create_dir(p) {
+            Ok(()) => std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+pub fn shared_executable_permissions() -> Option<std::fs::Permissions> {
+    use std::os::unix::fs::PermissionsExt;
+    Some(std::fs::Permissions::from_mode(0o755))
+}

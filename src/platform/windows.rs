@@ -150,3 +150,31 @@ pub fn stdin_readable_within(_timeout: std::time::Duration) -> io::Result<bool> 
     // A pipe handle cannot be waited on with a timeout through std: the read decides.
     Ok(true)
 }
+
+pub fn system_owned(path: &Path) -> super::SystemOwned {
+    super::SystemOwned::Unknown(format!(
+        "Windows ACLs are not read: check that only Administrators and SYSTEM may write {} and its folders",
+        path.display()
+    ))
+}
+
+pub fn is_system_owner() -> Option<bool> {
+    None
+}
+
+/// `%ProgramFiles%\loopgate`: Program Files grants users read and run, Administrators write.
+pub fn system_install_dir() -> PathBuf {
+    std::env::var_os("ProgramFiles")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(r"C:\Program Files"))
+        .join("loopgate")
+}
+
+pub fn create_shared_dir(dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+pub fn shared_executable_permissions() -> Option<std::fs::Permissions> {
+    None
+}

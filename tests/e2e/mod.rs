@@ -40,3 +40,4 @@ mod run;
 mod smoke;
 mod stop_gate;
 mod tamper;
+mod watch_paths;
