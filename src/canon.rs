@@ -113,9 +113,9 @@ impl<'de> serde::Deserialize<'de> for Digest16 {
 /// A shell command's `description` is the model's commentary, not the call: the same command
 /// with a reworded description is the same call.
 ///
-/// A question asked again with only a fresh temp name, a timestamp or a UUID in it is the same
-/// question ([`crate::noise::mask_input`]); not in what a Write or an Edit puts in a file, which is
-/// judged by the state it leaves.
+/// A question asked again with only a fresh temp name, a timestamp, a UUID or a shell comment
+/// changed is the same question ([`crate::noise::mask_input`]); not in what a Write or an Edit
+/// puts in a file, which is judged by the state it leaves.
 pub fn call_key(tool: &str, input: &Value) -> Digest16 {
     let mut h = HashWriter(Sha256::new());
     h.0.update(tool.as_bytes());
@@ -125,11 +125,14 @@ pub fn call_key(tool: &str, input: &Value) -> Digest16 {
         crate::ledger::ToolClass::Write | crate::ledger::ToolClass::Edit
     );
     match input {
-        Value::Object(m)
-            if matches!(tool, "Bash" | "PowerShell") && m.contains_key("description") =>
-        {
+        Value::Object(m) if matches!(tool, "Bash" | "PowerShell") => {
             let mut m = m.clone();
             m.remove("description");
+            if let Some(Value::String(cmd)) = m.get_mut("command") {
+                if let Some(bare) = crate::noise::without_shell_comments(cmd) {
+                    *cmd = bare;
+                }
+            }
             write_json(&Value::Object(m), &mut h, mask);
         }
         _ => write_json(input, &mut h, mask),

@@ -42,9 +42,22 @@ impl Ctx<'_> {
         self.worktree.stamp(self.project_dir?)
     }
 
-    /// Whether the worktree changed since `stamp` (a bounded walk; `None`: cannot tell).
-    fn changed_since(&self, stamp: &str) -> Option<bool> {
-        self.worktree.changed_since(self.project_dir?, stamp)
+    /// Whether the worktree changed since `stamp` beyond what the turn's tools left in the files
+    /// loopgate follows (a bounded walk; `None`: cannot tell).
+    fn changed_since(&self, stamp: &str, world: &crate::ledger::World) -> Option<bool> {
+        let dir = self.project_dir?;
+        // A file holding what the tools left is judged by the state comparison; its content is
+        // read only when its change stamp moved in the turn.
+        let known: std::collections::HashMap<Digest16, Digest16> = world
+            .files
+            .iter()
+            .map(|(path, f)| (*path, f.content))
+            .collect();
+        let accounted: crate::git::Accounted = std::sync::Arc::new(move |path: &Path| {
+            let key = Digest16::of(path.as_os_str().as_encoded_bytes());
+            known.get(&key).is_some_and(|c| content_digest(path) == *c)
+        });
+        self.worktree.changed_beyond(dir, stamp, accounted)
     }
 }
 
@@ -1134,8 +1147,9 @@ fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     // Progress is a state of the work the turn did not start from: a turn whose changes were all
     // undone changed nothing.
     state.turn.changes = u32::from(state.world.id != state.turn.start_world);
+    let world = &state.world;
     let judgement = progress::judge(&state.turn, ctx.attended, cfg, |base| {
-        ctx.changed_since(base)
+        ctx.changed_since(base, world)
     });
     let active = p.stop_hook_active == Some(true);
     let verdict = progress::check(&state.turn, active, judgement, cfg);

@@ -351,7 +351,7 @@ pub fn mask_input(text: &str) -> Option<String> {
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
-        if !(c.is_ascii_digit() || c == b't' || c.is_ascii_hexdigit()) {
+        if !c.is_ascii_alphanumeric() {
             i += 1;
             continue;
         }
@@ -374,6 +374,42 @@ pub fn mask_input(text: &str) -> Option<String> {
     }
     out.extend_from_slice(&b[copied..]);
     Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// A shell command without its comments (`npm test  # once more`, a `# step 2` line): what the
+/// model says to itself is not the command. `None` when there is none to drop, or when the
+/// command holds a here-document (whose `#` lines are text).
+pub fn without_shell_comments(cmd: &str) -> Option<String> {
+    if !cmd.contains('#') || cmd.contains("<<") {
+        return None;
+    }
+    let b = cmd.as_bytes();
+    let mut out = String::with_capacity(cmd.len());
+    let (mut quote, mut i, mut start, mut cut) = (None::<u8>, 0, 0, false);
+    while i < b.len() {
+        let c = b[i];
+        match (quote, c) {
+            (Some(b'\''), b'\'') | (Some(b'"'), b'"') => quote = None,
+            (Some(b'"') | None, b'\\') => i += 1,
+            (None, b'\'' | b'"') => quote = Some(c),
+            (None, b'#') if i == 0 || space(b[i - 1]) || matches!(b[i - 1], b';' | b'&' | b'|') => {
+                out.push_str(cmd[start..i].trim_end());
+                let end = b[i..]
+                    .iter()
+                    .position(|&x| x == b'\n')
+                    .map_or(b.len(), |p| i + p);
+                (start, i, cut) = (end, end, true);
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if !cut {
+        return None;
+    }
+    out.push_str(&cmd[start.min(b.len())..]);
+    Some(out.trim().to_string())
 }
 
 /// [`mask`] and then every remaining number and id masked too: a hex-looking word with a digit,
@@ -432,6 +468,17 @@ mod tests {
         assert_eq!(mask_input("npm test"), None);
         assert_eq!(mask_input("cat /tmp/report1.txt && kill 4242"), None);
         assert_eq!(mask_input("ls tmpfiles template attempt"), None);
+        // An attempt number may be a flag's value (`--retry 3`): kept.
+        assert_eq!(mask_input("deploy --try 3"), None);
+        use super::without_shell_comments as strip;
+        assert_eq!(strip("npm test  # once more").as_deref(), Some("npm test"));
+        assert_eq!(
+            strip("# step 2\nnpm test # again\nls").as_deref(),
+            Some("npm test\nls")
+        );
+        assert_eq!(strip("echo '# not a comment' \"#x\" a#b ${#v}"), None);
+        assert_eq!(strip("cat <<EOF > a.md\n# Title\nEOF"), None);
+        assert_eq!(strip("npm test"), None);
     }
 
     use super::*;
