@@ -171,6 +171,29 @@ mod tests {
         assert_eq!(b.history.len(), 4);
     }
 
+    /// The n-th identical turn stands for n turns without progress: the 3rd opens the circuit
+    /// even when the first copy was a quiet turn that counted nothing.
+    #[test]
+    fn the_third_identical_turn_opens_it() {
+        let cfg = BreakerCfg::default();
+        let mut b = Breaker::default();
+        end_turn(&mut b, false, None, 0, &cfg);
+        end_turn(&mut b, false, Some(2), 1, &cfg);
+        assert_eq!(b.state, BreakerState::HalfOpen);
+        end_turn(&mut b, false, Some(3), 2, &cfg);
+        assert_eq!(b.state, BreakerState::Open);
+        assert_eq!(b.no_progress_turns, 3);
+        let v = person_prompted(&mut b, "s", 3);
+        assert_eq!(
+            v.action,
+            Action::Warn,
+            "a person's prompt is told, not refused"
+        );
+        assert_eq!(b.state, BreakerState::HalfOpen);
+        end_turn(&mut b, false, Some(4), 4, &cfg);
+        assert_eq!(b.state, BreakerState::Open, "the same turn again");
+    }
+
     #[test]
     fn clock_going_back_does_not_wedge_it() {
         let cfg = BreakerCfg::default();
