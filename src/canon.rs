@@ -112,19 +112,30 @@ impl<'de> serde::Deserialize<'de> for Digest16 {
 ///
 /// A shell command's `description` is the model's commentary, not the call: the same command
 /// with a reworded description is the same call.
+///
+/// A question asked again with only a fresh temp name, a timestamp, a UUID or a shell comment
+/// changed is the same question ([`crate::noise::mask_input`]); not in what a Write or an Edit
+/// puts in a file, which is judged by the state it leaves.
 pub fn call_key(tool: &str, input: &Value) -> Digest16 {
     let mut h = HashWriter(Sha256::new());
     h.0.update(tool.as_bytes());
     h.0.update([0u8]);
+    let mask = !matches!(
+        crate::ledger::ToolClass::of(tool),
+        crate::ledger::ToolClass::Write | crate::ledger::ToolClass::Edit
+    );
     match input {
-        Value::Object(m)
-            if matches!(tool, "Bash" | "PowerShell") && m.contains_key("description") =>
-        {
+        Value::Object(m) if matches!(tool, "Bash" | "PowerShell") => {
             let mut m = m.clone();
             m.remove("description");
-            write_canonical(&Value::Object(m), &mut h);
+            if let Some(Value::String(cmd)) = m.get_mut("command") {
+                if let Some(bare) = crate::noise::without_shell_comments(cmd) {
+                    *cmd = bare;
+                }
+            }
+            write_json(&Value::Object(m), &mut h, mask);
         }
-        _ => write_canonical(input, &mut h),
+        _ => write_json(input, &mut h, mask),
     }
     Digest16::from_hash(&h.0.finalize())
 }
@@ -148,6 +159,11 @@ pub fn hex16(bytes: &[u8]) -> String {
 /// Written by hand (not via `serde_json::to_writer`) so the ordering holds whether or not
 /// serde_json's `preserve_order` feature is on somewhere in the dependency graph.
 pub fn write_canonical<W: Write>(v: &Value, w: &mut W) {
+    write_json(v, w, false);
+}
+
+/// [`write_canonical`], with `mask` every string's volatile fragments masked.
+fn write_json<W: Write>(v: &Value, w: &mut W, mask: bool) {
     match v {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
@@ -159,7 +175,7 @@ pub fn write_canonical<W: Write>(v: &Value, w: &mut W) {
                 }
                 let _ = serde_json::to_writer(&mut *w, k);
                 let _ = w.write_all(b":");
-                write_canonical(&map[k], w);
+                write_json(&map[k], w, mask);
             }
             let _ = w.write_all(b"}");
         }
@@ -169,9 +185,13 @@ pub fn write_canonical<W: Write>(v: &Value, w: &mut W) {
                 if i > 0 {
                     let _ = w.write_all(b",");
                 }
-                write_canonical(item, w);
+                write_json(item, w, mask);
             }
             let _ = w.write_all(b"]");
+        }
+        Value::String(text) if mask => {
+            let masked = crate::noise::mask_input(text);
+            let _ = serde_json::to_writer(&mut *w, masked.as_deref().unwrap_or(text));
         }
         scalar => {
             let _ = serde_json::to_writer(&mut *w, scalar);

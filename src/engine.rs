@@ -42,9 +42,22 @@ impl Ctx<'_> {
         self.worktree.stamp(self.project_dir?)
     }
 
-    /// Whether the worktree changed since `stamp` (a bounded walk; `None`: cannot tell).
-    fn changed_since(&self, stamp: &str) -> Option<bool> {
-        self.worktree.changed_since(self.project_dir?, stamp)
+    /// Whether the worktree changed since `stamp` beyond what the turn's tools left in the files
+    /// loopgate follows (a bounded walk; `None`: cannot tell).
+    fn changed_since(&self, stamp: &str, world: &crate::ledger::World) -> Option<bool> {
+        let dir = self.project_dir?;
+        // A file holding what the tools left is judged by the state comparison; its content is
+        // read only when its change stamp moved in the turn.
+        let known: std::collections::HashMap<Digest16, Digest16> = world
+            .files
+            .iter()
+            .map(|(path, f)| (*path, f.content))
+            .collect();
+        let accounted: crate::git::Accounted = std::sync::Arc::new(move |path: &Path| {
+            let key = Digest16::of(path.as_os_str().as_encoded_bytes());
+            known.get(&key).is_some_and(|c| content_digest(path) == *c)
+        });
+        self.worktree.changed_beyond(dir, stamp, accounted)
     }
 }
 
@@ -275,6 +288,7 @@ const STANDING: &str = "loopgate: tool calls stay paused for the rest of this tu
 /// is OPEN (an outer loop's next iteration then costs nothing), otherwise a new turn starts.
 fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     let baseline = baseline(ctx, true);
+    let mut breaker_told = None;
     if p.agent() == MAIN_AGENT {
         end_turn(state, baseline.as_deref(), ctx);
         let session = state.session.clone();
@@ -284,12 +298,20 @@ fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict>
             ctx.now_ms,
             &ctx.config.breaker,
         ) {
-            v.reason = v.reason.replacen(
-                "so tool calls are paused. Tell the user what you tried and what blocks you.",
-                "so this prompt was not sent to the model (it would have cost a turn and changed nothing).",
-                1,
-            );
-            return vec![v];
+            if ctx.attended != Some(true) {
+                v.reason = v.reason.replacen(
+                    "so tool calls are paused. Tell the user what you tried and what blocks you.",
+                    "so this prompt was not sent to the model (it would have cost a turn and changed nothing).",
+                    1,
+                );
+                return vec![v];
+            }
+            // A prompt the person typed is their decision: it goes ahead, and they are told.
+            breaker_told = Some(breaker::person_prompted(
+                &mut state.breaker,
+                &session,
+                ctx.now_ms,
+            ));
         }
     }
     // Past the session's ceiling an unattended prompt is refused; a person is told instead.
@@ -298,7 +320,7 @@ fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict>
         return vec![v.clone()];
     }
     begin_turn(state, p.prompt_id.clone(), prompt_digest(p), baseline, ctx);
-    told.into_iter().collect()
+    told.into_iter().chain(breaker_told).collect()
 }
 
 pub fn prompt_digest(p: &Payload) -> Option<Digest16> {
@@ -375,7 +397,9 @@ pub fn turn_signature(state: &SessionState) -> Digest16 {
                 .map(|e| {
                     let mut b = [0u8; 33];
                     b[..16].copy_from_slice(&e.key.0);
-                    b[16..32].copy_from_slice(&e.answer.unwrap_or_default().0);
+                    // A failure is the same answer up to numbers (a count, a line, a port).
+                    let said = if e.status.failed() { e.shape } else { e.answer };
+                    b[16..32].copy_from_slice(&said.or(e.answer).unwrap_or_default().0);
                     b[32] = u8::from(e.status.failed());
                     b
                 })
@@ -414,10 +438,16 @@ fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) 
     };
     let progress = moved || turn_progress(state);
     let signature = turn_signature(state);
-    let repeated = state.turns.iter().any(|s| s.signature == signature);
+    // The same turn again with no new state is a loop, and so was each earlier copy of it: the
+    // n-th identical turn stands for n turns without progress (the 3rd opens the circuit).
+    let identical = 1 + state
+        .turns
+        .iter()
+        .filter(|s| s.signature == signature)
+        .count() as u32;
     let t = &state.turn;
     let no_progress =
-        !progress && (t.progress == Some(false) || t.hard_interventions > 0 || repeated);
+        !progress && (t.progress == Some(false) || t.hard_interventions > 0 || identical > 1);
     if t.interventions + t.hard_interventions > 0 {
         state.totals.turns_with_interventions += 1;
         if progress {
@@ -435,7 +465,7 @@ fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) 
     breaker::end_turn(
         &mut state.breaker,
         progress,
-        no_progress,
+        no_progress.then_some(identical),
         ctx.now_ms,
         &ctx.config.breaker,
     );
@@ -1111,13 +1141,15 @@ fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     let cfg = &ctx.config.progress;
     // Under an OPEN breaker the agent was told to summarise and stop: let it.
     if state.breaker.state == crate::state::BreakerState::Open {
+        end_at_stop(state, ctx);
         return Vec::new();
     }
     // Progress is a state of the work the turn did not start from: a turn whose changes were all
     // undone changed nothing.
     state.turn.changes = u32::from(state.world.id != state.turn.start_world);
+    let world = &state.world;
     let judgement = progress::judge(&state.turn, ctx.attended, cfg, |base| {
-        ctx.changed_since(base)
+        ctx.changed_since(base, world)
     });
     let active = p.stop_hook_active == Some(true);
     let verdict = progress::check(&state.turn, active, judgement, cfg);
@@ -1128,8 +1160,18 @@ fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     }
     if verdict.is_some() && ctx.enforced() {
         state.turn.stop_blocks += 1;
+    } else {
+        end_at_stop(state, ctx);
     }
     verdict.into_iter().collect()
+}
+
+/// A Stop that lets the turn end judges it for the circuit breaker there, not at the next
+/// prompt: `status` and the next prompt see where the session stands as soon as the turn is over,
+/// however long until the next one comes.
+fn end_at_stop(state: &mut SessionState, ctx: &Ctx) {
+    let now = baseline(ctx, state.turn.baseline.is_some());
+    end_turn(state, now.as_deref(), ctx);
 }
 
 /// Counts the deciding verdict and remembers it for `status`.

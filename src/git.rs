@@ -28,7 +28,18 @@ pub trait Worktree {
     /// Whether anything under `dir` changed since `stamp` was taken; `None` when that cannot be
     /// told (not git, an error, a limit reached).
     fn changed_since(&self, dir: &Path, stamp: &str) -> Option<bool>;
+    /// [`Worktree::changed_since`], judging by content: a file whose content is what the turn's
+    /// tools left in it (`accounted`) is left to the engine's comparison of states, and a
+    /// directory counts only when a file git tracks in it is gone.
+    fn changed_beyond(&self, dir: &Path, stamp: &str, accounted: Accounted) -> Option<bool> {
+        let _ = accounted;
+        self.changed_since(dir, stamp)
+    }
 }
+
+/// Whether a file's content is what the turn's own tools left in it (their effect on the work is
+/// judged by comparing the state the turn ended in with the one it began in, not by the walk).
+pub type Accounted = std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>;
 
 pub struct Git;
 
@@ -38,7 +49,16 @@ impl Worktree for Git {
     }
 
     fn changed_since(&self, dir: &Path, stamp: &str) -> Option<bool> {
-        changed_since(dir, &Stamp::decode(stamp)?, &Limits::default())
+        changed_since(dir, &Stamp::decode(stamp)?, &Limits::default(), None)
+    }
+
+    fn changed_beyond(&self, dir: &Path, stamp: &str, accounted: Accounted) -> Option<bool> {
+        changed_since(
+            dir,
+            &Stamp::decode(stamp)?,
+            &Limits::default(),
+            Some(accounted),
+        )
     }
 }
 
@@ -147,7 +167,18 @@ impl Stamp {
 
 /// Whether anything under `dir` changed since `stamp`: HEAD or the index first, then a bounded
 /// walk that stops at the first changed entry. `None` when it cannot be told.
-pub fn changed_since(dir: &Path, stamp: &Stamp, limits: &Limits) -> Option<bool> {
+///
+/// With `accounted`, the walk judges by content: a file the turn's tools left as they said is
+/// no change of its own (created and deleted again, edited and reverted: the engine compares the
+/// states), and a directory whose change stamp moved counts only when a file git tracks in it is
+/// gone (an entry added is found as itself; a file created and deleted in the turn only moved
+/// the directory's stamp).
+pub fn changed_since(
+    dir: &Path,
+    stamp: &Stamp,
+    limits: &Limits,
+    accounted: Option<Accounted>,
+) -> Option<bool> {
     let now = Stamp::take(dir)?;
     if stamp.git_moved(&now) {
         return Some(true);
@@ -159,10 +190,29 @@ pub fn changed_since(dir: &Path, stamp: &Stamp, limits: &Limits) -> Option<bool>
     std::thread::Builder::new()
         .name("loopgate-walk".into())
         .spawn(move || {
-            let _ = tx.send(walk(&root, at, &lim));
+            let _ = tx.send(walk(&root, at, &lim, accounted.as_ref()));
         })
         .ok()?;
     rx.recv_timeout(limits.max_time).ok().flatten()
+}
+
+/// Directories whose change stamp moved, set aside while the walk looks for a changed file.
+const MAX_MOVED_DIRS: usize = 64;
+
+/// Whether a file git tracks in one of `dirs` is gone (deleted, renamed away). `None` when the
+/// index cannot be read.
+fn tracked_file_gone(root: &Path, dirs: &[PathBuf]) -> Option<bool> {
+    let (workdir, git_dir) = find_repo(root)?;
+    let index = git2::Index::open(&git_dir.join("index")).ok()?;
+    let gone = index.iter().any(|e| {
+        let Ok(rel) = std::str::from_utf8(&e.path) else {
+            return false;
+        };
+        let path = workdir.join(rel);
+        path.parent().is_some_and(|d| dirs.iter().any(|m| m == d))
+            && std::fs::symlink_metadata(&path).is_err()
+    });
+    Some(gone)
 }
 
 /// Whether any of `paths` (files a turn's tools touched) changed since `stamp`: a cheap check
@@ -187,13 +237,14 @@ const CANNOT_TELL: u8 = 2;
 
 /// Two threads walk the tree (one `lstat` per entry is most of the cost, and waits on the
 /// kernel), stopping at the first entry changed since the stamp, the first error, or a limit.
-fn walk(root: &Path, at_ns: u128, limits: &Limits) -> Option<bool> {
+fn walk(root: &Path, at_ns: u128, limits: &Limits, accounted: Option<&Accounted>) -> Option<bool> {
     use ignore::WalkState;
     use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
     let deadline = Instant::now() + limits.max_time;
     let at = at_ns as i128;
     let verdict = AtomicU8::new(UNDECIDED);
     let seen = AtomicUsize::new(0);
+    let moved_dirs = std::sync::Mutex::new(Vec::<PathBuf>::new());
     ignore::WalkBuilder::new(root)
         .hidden(false)
         .ignore(false)
@@ -208,7 +259,7 @@ fn walk(root: &Path, at_ns: u128, limits: &Limits) -> Option<bool> {
         .threads(2)
         .build_parallel()
         .run(|| {
-            let (verdict, seen) = (&verdict, &seen);
+            let (verdict, seen, moved_dirs) = (&verdict, &seen, &moved_dirs);
             let mut probe = crate::platform::ChangeProbe::default();
             Box::new(move |entry| {
                 if verdict.load(Relaxed) != UNDECIDED {
@@ -220,33 +271,81 @@ fn walk(root: &Path, at_ns: u128, limits: &Limits) -> Option<bool> {
                         CANNOT_TELL
                     } else {
                         // An unreadable entry cannot be judged unchanged.
-                        match entry.ok().and_then(|e| probe.change_ns(e.path())) {
-                            Some(ctime) if ctime > at => CHANGED,
+                        let Ok(e) = entry else {
+                            return quit_with(verdict, CANNOT_TELL);
+                        };
+                        match probe.change_ns(e.path()) {
+                            Some(ctime) if ctime > at => match accounted {
+                                None => CHANGED,
+                                Some(acc) => match by_content(&e, acc, moved_dirs) {
+                                    Some(found) => found,
+                                    None => return WalkState::Continue,
+                                },
+                            },
                             Some(_) => return WalkState::Continue,
                             None => CANNOT_TELL,
                         }
                     };
-                let _ = verdict.compare_exchange(UNDECIDED, found, Relaxed, Relaxed);
-                WalkState::Quit
+                quit_with(verdict, found)
             })
         });
     match verdict.into_inner() {
-        UNDECIDED => Some(false),
+        UNDECIDED => {
+            let dirs = moved_dirs.into_inner().ok()?;
+            if dirs.is_empty() {
+                Some(false)
+            } else {
+                tracked_file_gone(root, &dirs)
+            }
+        }
         CHANGED => Some(true),
         _ => None,
+    }
+}
+
+fn quit_with(verdict: &std::sync::atomic::AtomicU8, found: u8) -> ignore::WalkState {
+    use std::sync::atomic::Ordering::Relaxed;
+    let _ = verdict.compare_exchange(UNDECIDED, found, Relaxed, Relaxed);
+    ignore::WalkState::Quit
+}
+
+/// An entry whose change stamp moved, judged by content: `None` when it is no change of its own
+/// (a file holding what the turn's tools left; a directory, set aside for [`tracked_file_gone`]).
+fn by_content(
+    e: &ignore::DirEntry,
+    accounted: &Accounted,
+    moved_dirs: &std::sync::Mutex<Vec<PathBuf>>,
+) -> Option<u8> {
+    match e.file_type() {
+        Some(t) if t.is_dir() => {
+            let mut dirs = moved_dirs.lock().ok()?;
+            if dirs.len() >= MAX_MOVED_DIRS {
+                // Too much moved to account for: that is a change.
+                return Some(CHANGED);
+            }
+            dirs.push(e.path().to_path_buf());
+            None
+        }
+        Some(t) if t.is_file() && accounted(e.path()) => None,
+        _ => Some(CHANGED),
     }
 }
 
 /// The git dir of the repository holding `dir`: a `.git` directory, or the one a `.git` file
 /// (`gitdir: …`, worktrees and submodules) names.
 fn find_git_dir(dir: &Path) -> Option<PathBuf> {
+    find_repo(dir).map(|(_, git_dir)| git_dir)
+}
+
+/// The repository holding `dir`: its work tree and its git dir.
+fn find_repo(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     let mut d = Some(dir);
     let mut depth = 0;
     while let Some(cur) = d {
         let dot = cur.join(".git");
         if let Ok(m) = std::fs::symlink_metadata(&dot) {
             if m.is_dir() {
-                return Some(dot);
+                return Some((cur.to_path_buf(), dot));
             }
             if m.is_file() {
                 let text = read_small(&dot)?;
@@ -256,7 +355,7 @@ fn find_git_dir(dir: &Path) -> Option<PathBuf> {
                     .strip_prefix("gitdir:")?
                     .trim()
                     .to_string();
-                return Some(cur.join(rel));
+                return Some((cur.to_path_buf(), cur.join(rel)));
             }
         }
         depth += 1;
@@ -362,7 +461,7 @@ mod tests {
     }
 
     fn changed(dir: &Path, s: &Stamp) -> Option<bool> {
-        changed_since(dir, s, &Limits::default())
+        changed_since(dir, s, &Limits::default(), None)
     }
 
     /// Lets the clock move on by more than a kernel tick: file timestamps are coarse, so a
@@ -461,7 +560,7 @@ mod tests {
             max_entries: 20,
             max_time: Duration::from_secs(5),
         };
-        assert_eq!(changed_since(d.path(), &s, &lim), None);
+        assert_eq!(changed_since(d.path(), &s, &lim, None), None);
     }
 
     #[test]
@@ -509,7 +608,7 @@ mod tests {
             max_time: Duration::from_millis(300),
         };
         // Either the walk answers or it gives up at the deadline: "cannot tell" never blocks.
-        let r = changed_since(d.path(), &s, &lim);
+        let r = changed_since(d.path(), &s, &lim, None);
         assert_ne!(r, Some(true), "nothing changed");
         assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
         // Release a walk blocked opening the FIFO, then take it away.
@@ -528,6 +627,6 @@ mod tests {
             max_entries: 10,
             max_time: Duration::from_secs(5),
         };
-        assert_eq!(changed_since(d.path(), &old, &tiny), None);
+        assert_eq!(changed_since(d.path(), &old, &tiny, None), None);
     }
 }

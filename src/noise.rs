@@ -325,6 +325,93 @@ pub fn mask(text: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// A temp name that changes on every run: mktemp's `tmp.AbC123xyz0` (any `prefix.XXXXXX` after
+/// `tmp`), Python's `tmpk3j2_x9q`: `tmp`, an optional `.`/`_`/`-`, then 6 to 16 random bytes of
+/// which one is a digit or a capital.
+fn mktemp(b: &[u8], i: usize) -> Option<usize> {
+    if !boundary(b, i) {
+        return None;
+    }
+    let p = lit(b, i, b"tmp")?;
+    let s = byte_in(b, p, b"._-").unwrap_or(p);
+    let e = run(b, s, |c| c.is_ascii_alphanumeric() || c == b'_');
+    let random = b[s..e]
+        .iter()
+        .any(|c| c.is_ascii_digit() || c.is_ascii_uppercase());
+    ((6..=16).contains(&(e - s)) && random && boundary(b, e)).then_some(e)
+}
+
+/// The volatile fragments of a call's input masked, for its key: a timestamp, a UUID, a temp
+/// name made fresh for each run. `None` when there is none (the common case, no allocation).
+/// Narrower than [`mask`]: a PID, a number or a path under `/tmp` names something else.
+pub fn mask_input(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out: Vec<u8> = Vec::new();
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if !c.is_ascii_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let masked = ts(b, i)
+            .map(|e| (e, &b"<ts>"[..]))
+            .or_else(|| uuid(b, i).map(|e| (e, &b"<uuid>"[..])))
+            .or_else(|| mktemp(b, i).map(|e| (e, &b"tmp.<tmp>"[..])));
+        match masked {
+            Some((end, with)) => {
+                out.extend_from_slice(&b[copied..i]);
+                out.extend_from_slice(with);
+                copied = end;
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.extend_from_slice(&b[copied..]);
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// A shell command without its comments (`npm test  # once more`, a `# step 2` line): what the
+/// model says to itself is not the command. `None` when there is none to drop, or when the
+/// command holds a here-document (whose `#` lines are text).
+pub fn without_shell_comments(cmd: &str) -> Option<String> {
+    if !cmd.contains('#') || cmd.contains("<<") {
+        return None;
+    }
+    let b = cmd.as_bytes();
+    let mut out = String::with_capacity(cmd.len());
+    let (mut quote, mut i, mut start, mut cut) = (None::<u8>, 0, 0, false);
+    while i < b.len() {
+        let c = b[i];
+        match (quote, c) {
+            (Some(b'\''), b'\'') | (Some(b'"'), b'"') => quote = None,
+            (Some(b'"') | None, b'\\') => i += 1,
+            (None, b'\'' | b'"') => quote = Some(c),
+            (None, b'#') if i == 0 || space(b[i - 1]) || matches!(b[i - 1], b';' | b'&' | b'|') => {
+                out.push_str(cmd[start..i].trim_end());
+                let end = b[i..]
+                    .iter()
+                    .position(|&x| x == b'\n')
+                    .map_or(b.len(), |p| i + p);
+                (start, i, cut) = (end, end, true);
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if !cut {
+        return None;
+    }
+    out.push_str(&cmd[start.min(b.len())..]);
+    Some(out.trim().to_string())
+}
+
 /// [`mask`] and then every remaining number and id masked too: a hex-looking word with a digit,
 /// and every digit run, become `#`. Two outputs with the same shape say the same up to numbers.
 pub fn shape(masked: &str) -> String {
@@ -362,6 +449,38 @@ pub fn shape(masked: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_call_input_is_masked_only_where_a_run_makes_it_fresh() {
+        use super::mask_input;
+        let a = mask_input("cd /tmp/tmp.AbC123xyz0 && python repro.py").unwrap();
+        assert_eq!(
+            a,
+            mask_input("cd /tmp/tmp.q9ZkLm0PwE && python repro.py").unwrap()
+        );
+        assert_eq!(
+            mask_input("python -m x --out tmpk3j2_x9q"),
+            mask_input("python -m x --out tmpa81bc0dd")
+        );
+        assert_eq!(
+            mask_input("grep 2026-11-24T14:23:45Z app.log"),
+            mask_input("grep 2026-11-24T14:25:01Z app.log")
+        );
+        assert_eq!(mask_input("npm test"), None);
+        assert_eq!(mask_input("cat /tmp/report1.txt && kill 4242"), None);
+        assert_eq!(mask_input("ls tmpfiles template attempt"), None);
+        // An attempt number may be a flag's value (`--retry 3`): kept.
+        assert_eq!(mask_input("deploy --try 3"), None);
+        use super::without_shell_comments as strip;
+        assert_eq!(strip("npm test  # once more").as_deref(), Some("npm test"));
+        assert_eq!(
+            strip("# step 2\nnpm test # again\nls").as_deref(),
+            Some("npm test\nls")
+        );
+        assert_eq!(strip("echo '# not a comment' \"#x\" a#b ${#v}"), None);
+        assert_eq!(strip("cat <<EOF > a.md\n# Title\nEOF"), None);
+        assert_eq!(strip("npm test"), None);
+    }
+
     use super::*;
     use proptest::prelude::*;
     use regex::bytes::Regex;

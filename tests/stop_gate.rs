@@ -82,6 +82,30 @@ fn allows_an_untracked_file() {
     assert!(env.stop(false).is_silent_allow());
 }
 
+/// A directory's change stamp moves when an entry goes; the walk counts it when a file git tracks
+/// is gone from it (deleted by a command no tool reported), not when only a scratch file was.
+#[test]
+fn allows_a_tracked_file_deleted_and_blocks_a_scratch_file_gone_again() {
+    let mut env = Env::new().git();
+    std::fs::create_dir_all(env.project.join("docs")).unwrap();
+    std::fs::write(env.project.join("docs/old.md"), "old\n").unwrap();
+    let repo = git2::Repository::open(&env.project).unwrap();
+    commit_all(&repo, "docs");
+    failing_edit_turn(&mut env);
+    std::fs::remove_file(env.project.join("docs/old.md")).unwrap();
+    assert!(env.stop(false).is_silent_allow());
+
+    let mut env = Env::new().git();
+    failing_edit_turn(&mut env);
+    std::fs::create_dir_all(env.project.join("scratch")).unwrap();
+    std::fs::write(env.project.join("scratch/t.txt"), "t\n").unwrap();
+    std::fs::remove_file(env.project.join("scratch/t.txt")).unwrap();
+    assert!(
+        env.stop(false).stop_blocked(),
+        "a scratch file created and gone again is no change"
+    );
+}
+
 #[test]
 fn never_blocks_outside_git() {
     let mut env = Env::new();

@@ -39,8 +39,15 @@ fn move_to(b: &mut Breaker, to: BreakerState, now_ms: u64, reason: String) {
     b.state = to;
 }
 
-/// Folds a finished turn into the breaker.
-pub fn end_turn(b: &mut Breaker, progress: bool, no_progress: bool, now_ms: u64, cfg: &BreakerCfg) {
+/// Folds a finished turn into the breaker. `no_progress` is `Some(n)` for a turn without
+/// progress that was the n-th identical one: it counts as at least n turns in a row.
+pub fn end_turn(
+    b: &mut Breaker,
+    progress: bool,
+    no_progress: Option<u32>,
+    now_ms: u64,
+    cfg: &BreakerCfg,
+) {
     if !cfg.enabled {
         return;
     }
@@ -56,10 +63,10 @@ pub fn end_turn(b: &mut Breaker, progress: bool, no_progress: bool, now_ms: u64,
         }
         return;
     }
-    if !no_progress {
+    let Some(identical) = no_progress else {
         return;
-    }
-    b.no_progress_turns += 1;
+    };
+    b.no_progress_turns = (b.no_progress_turns + 1).max(identical);
     let n = b.no_progress_turns;
     if b.state != BreakerState::Open && n >= cfg.open_after {
         move_to(
@@ -112,6 +119,27 @@ pub fn check(b: &mut Breaker, session: &str, now_ms: u64, cfg: &BreakerCfg) -> O
     )
 }
 
+/// A prompt the person typed while the circuit is OPEN goes ahead: they are told where the session
+/// stands, and this one turn may try (HALF_OPEN; the same turn again opens the circuit at once).
+pub fn person_prompted(b: &mut Breaker, session: &str, now_ms: u64) -> Verdict {
+    move_to(
+        b,
+        BreakerState::HalfOpen,
+        now_ms,
+        "the person sent a prompt: one more try".into(),
+    );
+    let reason = format!(
+        "loopgate: the last {} turns of this session made no progress; this prompt goes ahead because you typed it, and tool calls \
+         may run for this turn. `loopgate status --session {session}` shows what repeated; \
+         `loopgate reset --session {session}` clears the count.",
+        b.no_progress_turns
+    );
+    Verdict::on_prompt(NAME, false, reason)
+        .loop_warning()
+        .with("state", "HALF_OPEN")
+        .with("no_progress_turns", b.no_progress_turns)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,17 +148,17 @@ mod tests {
     fn closed_half_open_open_and_back() {
         let cfg = BreakerCfg::default();
         let mut b = Breaker::default();
-        end_turn(&mut b, false, true, 0, &cfg);
+        end_turn(&mut b, false, Some(1), 0, &cfg);
         assert_eq!(b.state, BreakerState::Closed);
-        end_turn(&mut b, false, true, 1, &cfg);
+        end_turn(&mut b, false, Some(1), 1, &cfg);
         assert_eq!(b.state, BreakerState::HalfOpen);
-        end_turn(&mut b, false, false, 2, &cfg);
+        end_turn(&mut b, false, None, 2, &cfg);
         assert_eq!(
             b.state,
             BreakerState::HalfOpen,
             "a quiet turn changes nothing"
         );
-        end_turn(&mut b, false, true, 3, &cfg);
+        end_turn(&mut b, false, Some(1), 3, &cfg);
         assert_eq!(b.state, BreakerState::Open);
         assert!(check(&mut b, "s", 10, &cfg).is_some());
         assert!(
@@ -138,9 +166,32 @@ mod tests {
             "cooldown"
         );
         assert_eq!(b.state, BreakerState::HalfOpen);
-        end_turn(&mut b, true, false, 5, &cfg);
+        end_turn(&mut b, true, None, 5, &cfg);
         assert_eq!(b.state, BreakerState::Closed);
         assert_eq!(b.history.len(), 4);
+    }
+
+    /// The n-th identical turn stands for n turns without progress: the 3rd opens the circuit
+    /// even when the first copy was a quiet turn that counted nothing.
+    #[test]
+    fn the_third_identical_turn_opens_it() {
+        let cfg = BreakerCfg::default();
+        let mut b = Breaker::default();
+        end_turn(&mut b, false, None, 0, &cfg);
+        end_turn(&mut b, false, Some(2), 1, &cfg);
+        assert_eq!(b.state, BreakerState::HalfOpen);
+        end_turn(&mut b, false, Some(3), 2, &cfg);
+        assert_eq!(b.state, BreakerState::Open);
+        assert_eq!(b.no_progress_turns, 3);
+        let v = person_prompted(&mut b, "s", 3);
+        assert_eq!(
+            v.action,
+            Action::Warn,
+            "a person's prompt is told, not refused"
+        );
+        assert_eq!(b.state, BreakerState::HalfOpen);
+        end_turn(&mut b, false, Some(4), 4, &cfg);
+        assert_eq!(b.state, BreakerState::Open, "the same turn again");
     }
 
     #[test]
@@ -148,7 +199,7 @@ mod tests {
         let cfg = BreakerCfg::default();
         let mut b = Breaker::default();
         for t in 0..3 {
-            end_turn(&mut b, false, true, 1_000_000_000 + t, &cfg);
+            end_turn(&mut b, false, Some(1), 1_000_000_000 + t, &cfg);
         }
         assert!(check(&mut b, "s", 5, &cfg).is_some());
         assert!(check(&mut b, "s", 5 + 30 * 60_000, &cfg).is_none());

@@ -1,8 +1,9 @@
 //! Cycles (seed 001's pattern repetition and state cycles): A-B-A-B, A-B-C-A-B-C … with the same
 //! answer at every position and no new state anywhere in it — a revert cycle (edit, undo, edit)
 //! included, since going back to a state already seen is not progress. A cycle is named once, the
-//! moment its second full turn completes; it adds evidence and severity but never denies: the
-//! repeat rule refuses each call of the cycle once that call itself has repeated too often.
+//! moment its second full turn completes (or a second round in another order, [`stale_round`]);
+//! it adds evidence and severity but never denies: the repeat rule refuses each call of the
+//! cycle once that call itself has repeated too often.
 
 use super::View;
 use crate::canon::Digest16;
@@ -40,6 +41,32 @@ fn period(tokens: &[Token], max: usize) -> Option<usize> {
     })
 }
 
+/// Rounds in any order: the latest calls all got (call, answer) pairs already seen in this state,
+/// and they cover every call of the window, at least two. Named the moment such a round
+/// completes (A, B, C, then C, A, B): the length of the stale round, or `None`.
+fn stale_round(tokens: &[Token]) -> Option<usize> {
+    let covers = |tokens: &[Token]| -> Option<usize> {
+        let n = tokens.len();
+        let k = (0..n)
+            .take_while(|&k| {
+                let i = n - 1 - k;
+                let t = &tokens[i];
+                !(t.2 && t.1.is_none()) && tokens[..i].contains(t)
+            })
+            .count();
+        let mut all: Vec<Digest16> = tokens.iter().map(|t| t.0).collect();
+        all.sort_unstable();
+        all.dedup();
+        let mut round: Vec<Digest16> = tokens[n - k..].iter().map(|t| t.0).collect();
+        round.sort_unstable();
+        round.dedup();
+        (all.len() >= 2 && round == all).then_some(k)
+    };
+    let k = covers(tokens)?;
+    // Named once: not if the round was already whole one call earlier.
+    covers(&tokens[..tokens.len() - 1]).is_none().then_some(k)
+}
+
 pub fn on_answer(v: &View, e: &Entry) -> Option<Verdict> {
     let cfg = &v.config.detectors.cycle;
     if !cfg.enabled || !e.status.answered() {
@@ -58,7 +85,10 @@ pub fn on_answer(v: &View, e: &Entry) -> Option<Verdict> {
         // Named once: not if the same cycle already held one call earlier.
         (period(&tokens[..tokens.len() - 1], max) != Some(p)).then_some(p)
     };
-    let p = found(token).or_else(|| found(state_token))?;
+    let p = found(token).or_else(|| found(state_token)).or_else(|| {
+        let tokens: Vec<Token> = window.iter().rev().map(|e| token(e)).collect();
+        stale_round(&tokens)
+    })?;
     let calls: Vec<String> = v
         .ledger
         .answers()
@@ -106,5 +136,20 @@ mod tests {
             None,
             "one call repeated is the repeat rule's"
         );
+    }
+
+    #[test]
+    fn a_second_round_in_another_order_is_named_once() {
+        let (a, b, c) = (t("a"), t("b"), t("c"));
+        assert_eq!(stale_round(&[a, b, c, c, a]), None, "b not asked again yet");
+        assert_eq!(stale_round(&[a, b, c, c, a, b]), Some(3));
+        assert_eq!(stale_round(&[a, b, c, c, a, b, a]), None, "named already");
+        assert_eq!(
+            stale_round(&[a, a, a]),
+            None,
+            "one call is the repeat rule's"
+        );
+        let b2 = (b.0, Some(Digest16::of(b"new")), true);
+        assert_eq!(stale_round(&[a, b, c, c, a, b2]), None, "a new answer");
     }
 }
