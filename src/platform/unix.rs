@@ -19,6 +19,20 @@ pub fn open_private_rw(path: &Path, create: bool) -> io::Result<File> {
         .open(path)
 }
 
+pub fn open_private_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+pub fn restore_private_mode(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
 pub fn open_private_read(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
