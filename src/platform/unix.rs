@@ -69,9 +69,11 @@ pub fn ownership(meta: &Metadata) -> Option<Ownership> {
     })
 }
 
-/// `geteuid` through rustix: no `unsafe`, no `/proc` lookup.
+/// `geteuid` through rustix: no `unsafe`, no `/proc` lookup; asked once per process (the state
+/// dir, the lock and the state file are each checked against it).
 pub fn own_uid() -> Option<u32> {
-    Some(rustix::process::geteuid().as_raw())
+    static UID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    Some(*UID.get_or_init(|| rustix::process::geteuid().as_raw()))
 }
 
 /// `$XDG_RUNTIME_DIR/loopgate` (per user, owner-only by its spec), else `<temp>/loopgate-<uid>`.
