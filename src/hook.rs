@@ -318,11 +318,11 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     })
 }
 
-/// The configured state dir (repaired if an agent broke it, see [`Store::open`]), or the private
+/// The configured state dir (repaired if an agent broke it, see [`Store::open_healing`]), or the private
 /// per-user fallback (with a notice) when it cannot be used, or none: then the call is judged on
 /// a fresh in-memory state and the person is told. Repairs are told once (they do not recur).
 fn open_store(cli: &Cli, notices: &mut Vec<String>) -> Option<Store> {
-    let opened = state_dir(cli).and_then(|dir| Store::open(&dir));
+    let opened = state_dir(cli).and_then(|dir| Store::open_healing(&dir));
     let (mut store, e) = match opened {
         Ok(s) => (Some(s), None),
         Err(e) => (None, Some(e)),

@@ -152,23 +152,30 @@ impl std::fmt::Display for LockBusy {
 impl std::error::Error for LockBusy {}
 
 impl Store {
-    /// Opens (creating if needed, owner-only) the state directory. What an agent can do to it is
-    /// undone here rather than refused for ever: a mode that opens it to others or locks us out
-    /// is put back; a `sessions` that is a file, a link or another user's, or a state dir that is
-    /// a file or another user's, is moved aside (never deleted) and made again. What is left
-    /// unusable (a path through a file, a dir we may not rename) is an error: the caller falls
-    /// back elsewhere.
+    /// Opens (creating if needed, owner-only) the state directory, repairing nothing: a dir that
+    /// someone else owns, that others may write to, or whose `sessions` is not a real directory is
+    /// refused. For the commands a person runs (`status`, `doctor`…), which report and change
+    /// nothing; a hook call uses [`Store::open_healing`].
     pub fn open(dir: &Path) -> Result<Store> {
-        Self::open_following(dir, true)
+        Self::open_with(dir, true, false)
     }
 
-    /// [`Store::open`] for a dir that only loopgate ever makes (the private fallback): a link in
-    /// its place was planted, and is moved aside like any other bad thing.
+    /// Opens the state directory for a hook call. What an agent can do to it is undone here
+    /// rather than refused for ever: a mode that opens it to others or locks us out is put back;
+    /// a `sessions` that is a file, a link or another user's, or a state dir that is a file or
+    /// another user's, is moved aside (never deleted) and made again. What is left unusable (a
+    /// path through a file, a dir we may not rename) is an error: the caller falls back elsewhere.
+    pub fn open_healing(dir: &Path) -> Result<Store> {
+        Self::open_with(dir, true, true)
+    }
+
+    /// [`Store::open_healing`] for a dir that only loopgate ever makes (the private fallback): a
+    /// link in its place was planted, and is moved aside like any other bad thing.
     pub fn open_fallback(dir: &Path) -> Result<Store> {
-        Self::open_following(dir, false)
+        Self::open_with(dir, false, true)
     }
 
-    fn open_following(dir: &Path, follow: bool) -> Result<Store> {
+    fn open_with(dir: &Path, follow: bool, heal: bool) -> Result<Store> {
         let sessions = dir.join("sessions");
         // The common case (both exist and are fine) costs two `stat`s.
         if let Ok(m) = fs::symlink_metadata(&sessions) {
@@ -188,8 +195,17 @@ impl Store {
             }
         }
         let mut healed = Vec::new();
-        heal_dir(dir, follow, &mut healed)?;
-        heal_dir(&sessions, false, &mut healed)?;
+        if !heal {
+            for (d, follow) in [(dir, follow), (sessions.as_path(), false)] {
+                if fs::symlink_metadata(d).is_err() {
+                    create_private_dir(d)?;
+                }
+                check_dir(d, follow)?;
+            }
+        } else {
+            heal_dir(dir, follow, &mut healed)?;
+            heal_dir(&sessions, false, &mut healed)?;
+        }
         Ok(Store {
             dir: dir.to_path_buf(),
             healed,
@@ -533,7 +549,7 @@ fn read_slots(file: &File, len: u64) -> Result<(u64, u64, SessionState), String>
 }
 
 /// Makes `path` a private directory of ours, repairing what an agent could have done to it
-/// (see [`Store::open`]); each repair is described in `healed`. `follow`: a link to a good
+/// (see [`Store::open_healing`]); each repair is described in `healed`. `follow`: a link to a good
 /// directory is accepted (a state dir the user put elsewhere), not for `sessions`.
 fn heal_dir(path: &Path, follow: bool, healed: &mut Vec<String>) -> Result<()> {
     let d = path.display();
@@ -920,7 +936,8 @@ mod tests {
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         for bad in [0o777, 0o000, 0o500] {
             fs::set_permissions(&dir, fs::Permissions::from_mode(bad)).unwrap();
-            let mut s = Store::open(&dir).unwrap();
+            assert!(Store::open(&dir).is_err(), "a command repairs nothing");
+            let mut s = Store::open_healing(&dir).unwrap();
             assert_eq!(mode(&dir), 0o700, "{bad:o}");
             assert!(s.take_healed()[0].contains("owner-only"), "{bad:o}");
             assert!(Store::open(&dir).unwrap().take_healed().is_empty());
@@ -928,7 +945,8 @@ mod tests {
         // `sessions` replaced by a file: moved aside, kept, made again.
         fs::remove_dir(dir.join("sessions")).unwrap();
         fs::write(dir.join("sessions"), "kept").unwrap();
-        let mut s = Store::open(&dir).unwrap();
+        assert!(Store::open(&dir).is_err());
+        let mut s = Store::open_healing(&dir).unwrap();
         assert!(dir.join("sessions").is_dir());
         assert!(s.take_healed()[0].contains("moved"));
         let aside = fs::read_dir(&dir)
@@ -940,6 +958,7 @@ mod tests {
         // Owned by root when we are not root (skipped when the tests run as root).
         if platform::own_uid() != Some(0) {
             assert!(Store::open(Path::new("/")).is_err());
+            assert!(Store::open_healing(Path::new("/")).is_err());
         }
     }
 
