@@ -493,10 +493,10 @@ fn a_lock_held_past_the_deadline_is_judged_journaled_and_said_once() {
 
 /// A tmpfs mounted for one test and unmounted on drop (lazily, should anything still hold it).
 /// Mounting needs privileges: `mount` returns `None` where it is not permitted.
-struct Tmpfs(PathBuf);
+pub(crate) struct Tmpfs(PathBuf);
 
 impl Tmpfs {
-    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+    pub(crate) fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
         std::fs::create_dir_all(at).unwrap();
         let ok = Command::new("mount")
             .args([

@@ -399,3 +399,47 @@ fn a_lock_held_for_ever_does_not_freeze_detection() {
     let calm = env.bash("echo calm", Ok("x"));
     assert!(calm.is_silent_allow(), "{}", calm.stdout);
 }
+
+/// A really full filesystem (a 64 KiB tmpfs filled to the last page; mounting needs root): a new
+/// session can save nothing, yet its calls are judged — the guard refuses a write to loopgate's
+/// state — and the person is told; the session saved before the disk filled keeps its state.
+#[test]
+fn a_new_session_on_a_really_full_disk_is_still_judged() {
+    let env = Env::new();
+    let Some(_fs) = crate::faults::Tmpfs::mount(&env.state, "64k") else {
+        eprintln!("SKIPPED full tmpfs: `mount -t tmpfs` is not permitted here");
+        return;
+    };
+    for _ in 0..3 {
+        assert!(env.bash("cargo test", FAIL).is_silent_allow());
+    }
+    let saved = env.state_file();
+    let before = std::fs::read(&saved).unwrap();
+    let filler = env.state.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    while std::io::Write::write_all(&mut f, &[0u8; 4096])
+        .and_then(|_| f.sync_all())
+        .is_ok()
+    {}
+    drop(f);
+    let mut fresh = Env::new();
+    fresh.state = env.state.clone();
+    fresh.session = "sess-new".into();
+    let cmd = format!("rm -rf {}", sessions(&env).display());
+    let out = fresh.pre("Bash", json!({"command": cmd}), "full-1");
+    judged(&out, "full disk, new session");
+    assert!(out.denied(), "the guard answers: {}", out.stdout);
+    assert!(notice(&out).contains("not recorded"), "{}", out.stdout);
+    let out = fresh.bash("echo hi", Ok("hi"));
+    judged(&out, "full disk, new session");
+    assert_eq!(
+        std::fs::read(&saved).unwrap(),
+        before,
+        "nothing on disk lost"
+    );
+    std::fs::remove_file(&filler).unwrap();
+    assert!(
+        env.bash("cargo test", FAIL).denied(),
+        "the old session kept its counts"
+    );
+}
