@@ -138,9 +138,14 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
             q.path.display()
         ));
     }
+    let mut unreadable = false;
     let (loaded_state, quarantined) = match (&store, lock) {
         (Some(s), Some(l)) => s.load(l).unwrap_or_else(|e| {
-            notices.push(format!("{e:#}; loop counts start again from zero"));
+            // What could not be read or moved aside is not written over either.
+            notices.push(format!(
+                "{e:#}; this call was judged on a fresh state and not recorded"
+            ));
+            unreadable = true;
             (None, None)
         }),
         (Some(s), None) => (Store::peek(&s.state_path(&payload.session_id)), None),
@@ -202,7 +207,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         .filter(|l| l.journal_pending())
         .map(|l| l.journal_path())
         .or_else(|| busy.map(|b| b.journal_path()));
-    let pending = journal_path.and_then(|p| match crate::journal::read(&p) {
+    let pending = journal_path.and_then(|p| match crate::journal::read(&p, lock.is_some()) {
         Ok(j) => j,
         Err(e) => {
             notices.push(format!("cannot read the journal {}: {e}", p.display()));
@@ -243,7 +248,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         }
     }
     verdicts.iter_mut().for_each(crate::redact::mask_verdict);
-    if let (Some(s), Some(l)) = (&store, lock) {
+    if let (Some(s), Some(l)) = (&store, lock.filter(|_| !unreadable)) {
         match s.save(l, &state) {
             Ok(()) => match pending {
                 Some(j) => merged(s.dir(), l, j, &payload.session_id, &mut notices),

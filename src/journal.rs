@@ -5,13 +5,19 @@
 //! journal, and the next call that gets the lock replays the journal into the state, saves, and
 //! empties it.
 //!
-//! An append needs no lock: the file is opened in append mode and each record goes out in one
-//! `write`, so concurrent appenders never overwrite each other. The journal is bounded in bytes
+//! The file is opened in append mode and each record goes out in one `write`, so concurrent
+//! appenders never overwrite each other. Appenders and the merging holder also take the
+//! journal's own lock for a moment ([`BRIEF`]): a record cannot land between the holder's read
+//! and its truncation (a kill storm with every call journaled lost one there). Someone holding
+//! that lock too only brings back that narrow window: appends then go ahead without it. The journal is bounded in bytes
 //! ([`MAX_BYTES`]); a record is the call's input with every string masked (no secret reaches the
 //! disk) and clipped ([`CLIP`]), so one record stays small however large the tool output was.
 //!
-//! What can still be lost: a record appended in the microseconds between a merging holder's last
-//! read and its truncation, and records past the bound (the call is judged, and the person told).
+//! What can still go wrong: with the journal's lock held by someone else, a record appended
+//! between a holder's last read and its truncation is lost; a holder killed between saving the
+//! state and emptying the journal leaves records that the next holder counts a second time
+//! (stricter, never laxer); records past the bound are not kept (the call is judged, and the
+//! person told).
 
 use crate::dialect::Agent;
 use crate::payload::Event;
@@ -107,9 +113,18 @@ fn reduce(v: &mut Value, clip: usize) {
     }
 }
 
+/// How long an appender or a merging holder waits for the journal's own lock before going ahead
+/// without it (see the module docs).
+const BRIEF: std::time::Duration = std::time::Duration::from_millis(50);
+
+fn lock_briefly(file: &File, path: &Path) -> bool {
+    crate::store::lock_within(file, path, BRIEF, "the session journal").is_ok()
+}
+
 /// Appends one line; `Ok(false)` when the journal is full (the call is not recorded).
 pub fn append(path: &Path, line: &[u8]) -> io::Result<bool> {
     let mut f = platform::open_private_append(path)?;
+    lock_briefly(&f, path);
     let meta = f.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::other(format!(
@@ -136,20 +151,24 @@ pub struct Pending {
 
 /// Reads the journal, if there is one. A journal that is not a regular file is an error (the
 /// caller moves nothing: the journal is only ever read, and emptied through the open handle).
-pub fn read(path: &Path) -> io::Result<Option<Pending>> {
+/// `merge`: the caller holds the session lock and will empty the journal; appends wait until the
+/// returned [`Pending`] is dropped.
+pub fn read(path: &Path, merge: bool) -> io::Result<Option<Pending>> {
     let file = match platform::open_private_rw(path, false) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let meta = file.metadata()?;
-    if !meta.is_file() {
+    if !file.metadata()?.is_file() {
         return Err(io::Error::other(format!(
             "{} is not a regular file",
             path.display()
         )));
     }
-    let len = meta.len().min(MAX_BYTES + MAX_RECORD as u64);
+    if merge {
+        lock_briefly(&file, path);
+    }
+    let len = file.metadata()?.len().min(MAX_BYTES + MAX_RECORD as u64);
     let mut buf = vec![0u8; len as usize];
     platform::read_exact_at(&file, &mut buf, 0)?;
     let mut records = Vec::new();
@@ -216,7 +235,7 @@ mod tests {
         .unwrap();
         assert!(!String::from_utf8_lossy(&b).contains("hunter22"));
         assert!(append(&p, &a).unwrap() && append(&p, &b).unwrap());
-        let got = read(&p).unwrap().unwrap();
+        let got = read(&p, false).unwrap().unwrap();
         assert_eq!(got.records.len(), 2);
         assert_eq!(got.records[1].agent(), Some(Some(Agent::Codex)));
         assert_eq!(got.records[0].expected(), Some(Event::PreToolUse));
@@ -234,7 +253,7 @@ mod tests {
         // Appended after the read: kept by `finish`.
         assert!(append(&p, &again).unwrap());
         assert!(!got.finish().unwrap(), "the late record is kept");
-        let left = read(&p).unwrap().unwrap();
+        let left = read(&p, false).unwrap().unwrap();
         assert_eq!(left.records.len(), 1);
         assert_eq!(left.records[0].ms, 9);
     }
@@ -250,6 +269,6 @@ mod tests {
             assert!(n < 100_000);
         }
         assert!(std::fs::metadata(&p).unwrap().len() <= MAX_BYTES);
-        assert_eq!(read(&p).unwrap().unwrap().records.len(), n);
+        assert_eq!(read(&p, true).unwrap().unwrap().records.len(), n);
     }
 }
