@@ -253,7 +253,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
             Ok(()) => match pending {
                 Some(j) => merged(s.dir(), l, j, &payload.session_id, &mut notices),
                 // A mark with no journal behind it (deleted, or a length someone wrote).
-                None if l.journal_pending() => l.journal_merged(),
+                None if l.journal_pending() => l.mark_journal_pending(false),
                 None => {}
             },
             Err(e) => notices.push(format!(
@@ -431,10 +431,16 @@ fn merged(
     notices: &mut Vec<String>,
 ) {
     let n = journal.records.len();
+    // Cleared while appenders still wait for the journal's lock: one that appends after it is
+    // released marks the file again, so its record is not left behind unmarked.
+    lock.mark_journal_pending(false);
     match journal.finish() {
-        Ok(true) => lock.journal_merged(),
-        Ok(false) => {}
-        Err(e) => notices.push(format!("cannot empty the session's journal: {e}")),
+        Ok(true) => {}
+        Ok(false) => lock.mark_journal_pending(true),
+        Err(e) => {
+            lock.mark_journal_pending(true);
+            notices.push(format!("cannot empty the session's journal: {e}"));
+        }
     }
     crate::notice::forget(dir, &busy_notice_key(session_id));
     notices.push(format!(

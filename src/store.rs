@@ -77,10 +77,11 @@ impl SessionLock {
         self.state_path.with_extension(crate::journal::EXT)
     }
 
-    /// The journal was merged into a saved state: clear its mark.
-    pub fn journal_merged(&self) {
-        if self.file.set_len(1).is_ok() {
-            self.mark.set(1);
+    /// Sets or clears the journal mark (the state is saved: the session is known either way).
+    pub fn mark_journal_pending(&self, pending: bool) {
+        let len = if pending { 3 } else { 1 };
+        if self.file.set_len(len).is_ok() {
+            self.mark.set(len);
         }
     }
 }
@@ -104,10 +105,12 @@ impl Busy {
     }
 
     /// Marks the lock file so the next holder merges the journal and the next waiter waits only
-    /// [`BUSY_WAIT`]. The mark is the file's length: no lock is needed to set it.
+    /// [`BUSY_WAIT`]. The mark is the file's length: no lock is needed to set it. Read afresh: a
+    /// holder may have cleared it since this call found the lock busy.
     pub fn mark_journal(&self) {
-        if self.mark < 2 {
-            let _ = self.file.set_len(self.mark + 2);
+        let mark = self.file.metadata().map_or(self.mark, |m| m.len());
+        if mark < 2 {
+            let _ = self.file.set_len(mark + 2);
         }
     }
 }

@@ -179,17 +179,35 @@ struct Victim {
 
 #[test]
 fn writers_killed_at_random_moments_never_corrupt_or_lose_a_completed_update() {
-    const UPDATES: usize = 1000;
+    // A generous lock deadline: an exit 1 here can then only mean a real failure (corrupt state
+    // moved aside), not a slow machine. The hook caps it at 5 s: a call starved past that is
+    // journaled, and counted through the journal (`recorded`).
+    kill_storm(1000, 20_000);
+}
+
+/// The same storm with a lock deadline of 1 ms: most contended calls go to the journal, and
+/// kills land in appends and merges too. No completed update may be lost there either.
+#[test]
+fn writers_killed_while_calls_are_journaled_never_lose_a_completed_update() {
+    let env = kill_storm(300, 1);
+    let merges = env
+        .events()
+        .iter()
+        .filter(|e| e["reason"].as_str().is_some_and(|r| r.contains("merged")))
+        .count();
+    assert!(merges > 0, "the journal was used and merged");
+    eprintln!("journal merged {merges} times");
+}
+
+/// Hook processes 8 at a time, about 40% of them killed at random moments; returns the session.
+fn kill_storm(updates: usize, lock_timeout_ms: u64) -> Env {
     const BATCH: usize = 8;
     let seed = std::env::var("LOOPGATE_FAULT_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(DEFAULT_SEED);
     let mut rng = Rng::new(seed);
-    // A generous lock deadline: an exit 1 here can then only mean a real failure (corrupt state
-    // moved aside), not a slow machine. The hook caps it at 5 s: a call starved past that is
-    // journaled, and counted through the journal (`recorded`).
-    let env = Env::new().config("lock_timeout_ms = 20000\n");
+    let env = Env::new().config(&format!("lock_timeout_ms = {lock_timeout_ms}\n"));
     let started_at = Instant::now();
     let (mut started, mut completed, mut killed) = (0u64, 0u64, 0u64);
     // How long a hook of a batch lives, learnt as the storm goes, so the kills land anywhere in a
@@ -197,9 +215,9 @@ fn writers_killed_at_random_moments_never_corrupt_or_lose_a_completed_update() {
     let mut lifetime = Duration::from_millis(20);
     let mut before = 0u64;
     let mut n = 0usize;
-    while n < UPDATES {
+    while n < updates {
         let t = Instant::now();
-        let mut batch: Vec<Victim> = (0..BATCH.min(UPDATES - n))
+        let mut batch: Vec<Victim> = (0..BATCH.min(updates - n))
             .map(|_| {
                 n += 1;
                 let p = env.base(
@@ -302,6 +320,7 @@ fn writers_killed_at_random_moments_never_corrupt_or_lose_a_completed_update() {
         lifetime.as_millis(),
         started_at.elapsed().as_secs_f64()
     );
+    env
 }
 
 // ---------------------------------------------------------------------------------------------
