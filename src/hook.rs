@@ -12,7 +12,7 @@ use crate::outer_loop;
 use crate::payload::{clip, Event, Payload};
 use crate::state::SessionState;
 use crate::state::MAIN_AGENT;
-use crate::store::{LockBusy, Store};
+use crate::store::{Held, Store};
 use crate::verdict::{strongest, Action};
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -128,22 +128,46 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     // Things the human must hear about (tamper, a lost state): a `systemMessage` and a log line,
     // while the call itself is still judged.
     let mut notices: Vec<String> = Vec::new();
-    let store = open_store(cli, &mut notices)?;
     let now_ms = crate::clock::now_ms();
-    let lock = match store.lock(&payload.session_id, lock_wait(&cfg)) {
-        Ok(l) => Some(l),
-        Err(e) if e.downcast_ref::<LockBusy>().is_some() => {
-            notices.push(format!(
-                "{e:#}; this call was judged on a read-only copy of the session state and not \
-                 recorded (a process holding the lock on purpose cannot switch loopgate off)"
-            ));
-            None
+    // No usable store does not stop the judgement: the guard and the detectors answer on a fresh
+    // in-memory state (and the person is told).
+    let store = open_store(cli, &mut notices);
+    let held = store.as_ref().and_then(|s| {
+        match s.lock_or_busy(&Store::stem(&payload.session_id), lock_wait(&cfg)) {
+            Ok(h) => Some(h),
+            Err(e) => {
+                notices.push(format!(
+                    "{e:#}; this call was judged on a read-only copy of the session state and \
+                     not recorded"
+                ));
+                None
+            }
         }
-        Err(e) => return Err(e),
+    });
+    let (lock, busy) = match &held {
+        Some(Held::Locked(l)) => (Some(l), None),
+        Some(Held::Busy(b)) => (None, Some(b)),
+        None => (None, None),
     };
-    let (loaded_state, quarantined) = match &lock {
-        Some(l) => store.load(l)?,
-        None => (Store::peek(&store.state_path(&payload.session_id)), None),
+    if let Some(q) = lock.and_then(|l| l.healed.as_ref()) {
+        notices.push(format!(
+            "the session's lock file was {} and has been moved to {}; a fresh one was made",
+            q.why,
+            q.path.display()
+        ));
+    }
+    let mut unreadable = false;
+    let (loaded_state, quarantined) = match (&store, lock) {
+        (Some(s), Some(l)) => s.load(l).unwrap_or_else(|e| {
+            // What could not be read or moved aside is not written over either.
+            notices.push(format!(
+                "{e:#}; this call was judged on a fresh state and not recorded"
+            ));
+            unreadable = true;
+            (None, None)
+        }),
+        (Some(s), None) => (Store::peek(&s.state_path(&payload.session_id)), None),
+        (None, _) => (None, None),
     };
     if lock.is_some() {
         // What FileChanged noticed since the last call (its own answer is shown nowhere).
@@ -172,7 +196,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         }
         Some(s) => s,
         None => {
-            if quarantined.is_none() && lock.as_ref().is_some_and(|l| l.session_known()) {
+            if quarantined.is_none() && lock.is_some_and(|l| l.session_known()) {
                 notices.push(
                     "the session's state file vanished since the last call (deleted by a tool?); \
                      loop counts start again from zero"
@@ -187,23 +211,46 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         .then(|| std::env::var("CLAUDE_CODE_SESSION_ATTENDED").ok())
         .flatten()
         .map(|v| v.trim() != "0");
-    let ctx = Ctx {
+    // The guard protects the configured state dir even when it could not be used.
+    let protected_dir = store
+        .as_ref()
+        .map(|s| s.dir().to_path_buf())
+        .or_else(|| state_dir(cli).ok());
+    let ctx_at = |now_ms| Ctx {
         config: &cfg,
         now_ms,
         project_dir: project_dir.as_deref(),
         attended,
         worktree: &Git,
-        state_dir: Some(store.dir()),
+        state_dir: protected_dir.as_deref(),
         caps: agent.caps(),
     };
+    let ctx = ctx_at(now_ms);
+    // Calls judged while the lock was held elsewhere: replayed before this one is judged, so
+    // detection goes on counting however long the lock is held.
+    let journal_path = lock
+        .filter(|l| l.journal_pending())
+        .map(|l| l.journal_path())
+        .or_else(|| busy.map(|b| b.journal_path()));
+    let pending = journal_path.and_then(|p| match crate::journal::read(&p, lock.is_some()) {
+        Ok(j) => j,
+        Err(e) => {
+            notices.push(format!("cannot read the journal {}: {e}", p.display()));
+            None
+        }
+    });
+    if let Some(j) = &pending {
+        replay(&mut state, &j.records, &payload.session_id, &ctx_at);
+    }
     // A session's first prompt: is an outer loop going round the project? (the one place the
     // project's record is read; never on a tool call)
     let first_prompt =
         event == Event::UserPromptSubmit && payload.agent() == MAIN_AGENT && state.turn.number == 0;
     let outer = project_dir
         .as_deref()
+        .zip(store.as_ref())
         .filter(|_| first_prompt)
-        .and_then(|dir| outer_loop_check(store.dir(), dir, &payload, attended));
+        .and_then(|(dir, s)| outer_loop_check(s.dir(), dir, &payload, attended));
     let mut verdicts = match outer {
         Some(v) if v.action >= Action::Deny => vec![v],
         told => {
@@ -217,8 +264,8 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         && state.turn.number == 1
         && verdicts.iter().all(|v| v.action < Action::Deny)
     {
-        if let Some(dir) = project_dir.as_deref() {
-            if let Err(e) = outer_loop_note(store.dir(), dir, &state, now_ms) {
+        if let Some((dir, s)) = project_dir.as_deref().zip(store.as_ref()) {
+            if let Err(e) = outer_loop_note(s.dir(), dir, &state, now_ms) {
                 problems.push(format!(
                     "cannot note the session in the project's record: {e}"
                 ));
@@ -226,8 +273,30 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         }
     }
     verdicts.iter_mut().for_each(crate::redact::mask_verdict);
-    if let Some(l) = &lock {
-        store.save(l, &state)?;
+    if let (Some(s), Some(l)) = (&store, lock.filter(|_| !unreadable)) {
+        match s.save(l, &state) {
+            Ok(()) => match pending {
+                Some(j) => merged(s.dir(), l, j, &payload.session_id, &mut notices),
+                // A mark with no journal behind it (deleted, or a length someone wrote).
+                None if l.journal_pending() => l.mark_journal_pending(false),
+                None => {}
+            },
+            Err(e) => notices.push(format!(
+                "{e:#}; this call was judged but not recorded (the saved state is kept as it was)"
+            )),
+        }
+    }
+    if let (Some(s), Some(b)) = (&store, busy) {
+        journal_call(
+            s.dir(),
+            b,
+            cli,
+            expected,
+            input,
+            now_ms,
+            &payload,
+            &mut notices,
+        );
     }
     // The OS frees memory at exit: dropping a large state is work nobody needs.
     std::mem::forget(state);
@@ -242,21 +311,21 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     };
     let mut lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
     lines.extend(notices.iter().map(|n| notice_line(&meta, n)));
-    if let Err(e) = events::append(store.dir(), &lines, &cfg.log, lock_wait(&cfg)) {
-        problems.push(format!("{e:#}"));
+    if let Some(s) = &store {
+        if let Err(e) = events::append(s.dir(), &lines, &cfg.log, lock_wait(&cfg)) {
+            problems.push(format!("{e:#}"));
+        }
     }
     let notify = !config_problems.is_empty()
-        && crate::notice::first_time(
-            store.dir(),
-            &payload.session_id,
-            &config_problems.join("\n"),
-        );
+        && store.as_ref().is_none_or(|s| {
+            crate::notice::first_time(s.dir(), &payload.session_id, &config_problems.join("\n"))
+        });
     // Files only pile up as sessions start, so a session's first call is when housekeeping
     // looks at its stamp; the calls after it skip even that `stat`.
-    let first_call = lock.as_ref().is_some_and(|l| !l.session_known());
-    drop(lock);
-    if first_call {
-        crate::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
+    let first_call = lock.is_some_and(|l| !l.session_known());
+    drop(held);
+    if let Some(s) = store.as_ref().filter(|_| first_call) {
+        crate::gc::maybe_sweep(s.dir(), &cfg.housekeeping);
     }
     let answer = if enforced {
         strongest(&verdicts).and_then(|v| crate::dialect::answer(agent, event, expected, v))
@@ -279,29 +348,168 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     })
 }
 
-/// The configured state dir, or the private per-user fallback (with a notice) when it is
-/// unusable: replaced by a file, `chmod 000`, owned or writable by someone else.
-fn open_store(cli: &Cli, notices: &mut Vec<String>) -> Result<Store> {
-    let dir = state_dir(cli)?;
-    let e = match Store::open(&dir) {
-        Ok(s) => return Ok(s),
-        Err(e) => e,
+/// The configured state dir (repaired if an agent broke it, see [`Store::open_healing`]), or the private
+/// per-user fallback (with a notice) when it cannot be used, or none: then the call is judged on
+/// a fresh in-memory state and the person is told. Repairs are told once (they do not recur).
+fn open_store(cli: &Cli, notices: &mut Vec<String>) -> Option<Store> {
+    let opened = state_dir(cli).and_then(|dir| Store::open_healing(&dir));
+    let (mut store, e) = match opened {
+        Ok(s) => (Some(s), None),
+        Err(e) => (None, Some(e)),
     };
-    let Some(fallback) = Store::fallback_dir().filter(|f| *f != dir) else {
-        return Err(e.context("and no fallback state dir"));
-    };
-    let store = Store::open(&fallback).with_context(|| {
-        format!(
-            "state dir {} is unusable and so is the fallback {}",
-            dir.display(),
-            fallback.display()
-        )
-    })?;
+    if let Some(e) = e {
+        let configured = state_dir(cli).ok();
+        match open_fallback(configured.as_deref()) {
+            Ok(s) => {
+                notices.push(format!(
+                    "the state dir is unusable ({e:#}); using the private fallback {} until it \
+                     is repaired",
+                    s.dir().display()
+                ));
+                store = Some(s);
+            }
+            Err(f) => notices.push(format!(
+                "the state dir is unusable ({e:#}) and so is every private fallback ({f:#}); \
+                 this call was judged on a fresh in-memory state and not recorded"
+            )),
+        }
+    }
+    if let Some(s) = store.as_mut() {
+        notices.extend(
+            s.take_healed()
+                .into_iter()
+                .map(|h| format!("the state dir was repaired: {h}")),
+        );
+    }
+    store
+}
+
+/// The private fallback, repaired like the state dir; when an agent (or another user) poisoned it
+/// beyond repair, the next of a few fixed alternatives beside it, so the state still persists
+/// from call to call.
+fn open_fallback(configured: Option<&std::path::Path>) -> Result<Store> {
+    let base = Store::fallback_dir().context("no private fallback dir on this system")?;
+    let mut last = None;
+    for n in 1..=FALLBACKS {
+        let dir = match n {
+            1 => base.clone(),
+            n => {
+                let mut name = base.file_name().unwrap_or_default().to_os_string();
+                name.push(format!(".{n}"));
+                base.with_file_name(name)
+            }
+        };
+        if Some(dir.as_path()) == configured {
+            continue;
+        }
+        match Store::open_fallback(&dir) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("no fallback dir")))
+}
+
+/// How many private fallback dirs are tried (`loopgate-<uid>`, then `.2`, `.3`).
+const FALLBACKS: usize = 3;
+
+/// Replays journaled calls into `state`, in order; their verdicts were given when they were
+/// judged and are not given again.
+fn replay<'a>(
+    state: &mut SessionState,
+    records: &[crate::journal::Record],
+    session_id: &str,
+    ctx_at: &dyn Fn(u64) -> Ctx<'a>,
+) {
+    for r in records {
+        let (Some(agent), Some(expected)) = (r.agent(), r.expected()) else {
+            continue;
+        };
+        let Ok(bytes) = serde_json::to_vec(&r.input) else {
+            continue;
+        };
+        let Ok(Read::Judge { payload, event, .. }) = crate::dialect::read(agent, expected, &bytes)
+        else {
+            continue;
+        };
+        if payload.session_id != session_id
+            || matches!(event, Event::SessionStart | Event::ConfigChange)
+        {
+            continue;
+        }
+        let _ = engine::handle(state, &payload, event, &ctx_at(r.ms));
+    }
+}
+
+/// The session notice key for "the lock is held elsewhere", told once per hold.
+fn busy_notice_key(session_id: &str) -> String {
+    format!("{session_id}\0lock-busy")
+}
+
+/// The journal's records are in the saved state: empty it, clear the mark, and let a later hold
+/// be told again.
+fn merged(
+    dir: &std::path::Path,
+    lock: &crate::store::SessionLock,
+    journal: crate::journal::Pending,
+    session_id: &str,
+    notices: &mut Vec<String>,
+) {
+    let n = journal.records.len();
+    // Cleared while appenders still wait for the journal's lock: one that appends after it is
+    // released marks the file again, so its record is not left behind unmarked.
+    lock.mark_journal_pending(false);
+    match journal.finish() {
+        Ok(true) => {}
+        Ok(false) => lock.mark_journal_pending(true),
+        Err(e) => {
+            lock.mark_journal_pending(true);
+            notices.push(format!("cannot empty the session's journal: {e}"));
+        }
+    }
+    crate::notice::forget(dir, &busy_notice_key(session_id));
     notices.push(format!(
-        "the state dir is unusable ({e:#}); using the private fallback {} until it is repaired",
-        fallback.display()
+        "the session lock is free again; {n} call{} judged while it was held {} merged into the \
+         session state",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "was" } else { "were" }
     ));
-    Ok(store)
+}
+
+/// The lock is held elsewhere: this call goes to the journal, so the next call counts it.
+#[allow(clippy::too_many_arguments)]
+fn journal_call(
+    dir: &std::path::Path,
+    busy: &crate::store::Busy,
+    cli: &Cli,
+    expected: Event,
+    input: &[u8],
+    now_ms: u64,
+    payload: &Payload,
+    notices: &mut Vec<String>,
+) {
+    let path = busy.journal_path();
+    let recorded = crate::journal::line(input, cli.agent, expected, now_ms)
+        .map(|line| crate::journal::append(&path, &line));
+    busy.mark_journal();
+    let text = match recorded {
+        Some(Ok(true)) => "the session state is locked by another process; calls are judged on \
+                           the saved state plus a journal of the calls since, and recorded in that \
+                           journal until the lock is free (holding the lock cannot switch \
+                           loopgate off)"
+            .to_string(),
+        Some(Ok(false)) | None => "the session state is locked by another process and its \
+                                   journal is full: calls are judged but no longer recorded"
+            .to_string(),
+        Some(Err(e)) => format!(
+            "the session state is locked by another process and its journal {} cannot be \
+             written ({e}): this call was judged but not recorded",
+            path.display()
+        ),
+    };
+    if crate::notice::first_time(dir, &busy_notice_key(&payload.session_id), &text) {
+        notices.push(text);
+    }
 }
 
 /// SessionStart makes a new session's lock and state files, so that its first prompt creates none:
@@ -316,17 +524,23 @@ fn session_start(cli: &Cli, session_id: &str, cfg: &config::Config) -> Result<Do
         problems: Vec::new(),
         exit: Exit::Ok,
     };
-    let store = open_store(cli, &mut Vec::new())?;
-    let lock = match store.lock(session_id, lock_wait(cfg)) {
-        Ok(l) => l,
-        Err(e) if e.downcast_ref::<LockBusy>().is_some() => return Ok(silent()),
-        Err(e) => return Err(e),
+    // Anything amiss is left to the session's next event, which judges and tells.
+    let Some(store) = open_store(cli, &mut Vec::new()) else {
+        return Ok(silent());
     };
-    if lock.session_is_new() {
-        store.save(
-            &lock,
-            &SessionState::new(session_id, crate::clock::now_ms()),
-        )?;
+    let Ok(lock) = store.lock(session_id, lock_wait(cfg)) else {
+        return Ok(silent());
+    };
+    if lock.session_is_new() && lock.healed.is_none() {
+        if store
+            .save(
+                &lock,
+                &SessionState::new(session_id, crate::clock::now_ms()),
+            )
+            .is_err()
+        {
+            return Ok(silent());
+        }
         drop(lock);
         crate::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
     }
@@ -559,7 +773,7 @@ fn config_change(
         }
     };
     let mut notices = Vec::new();
-    let store = open_store(cli, &mut notices).ok();
+    let store = open_store(cli, &mut notices);
     let Some(undone) = crate::wiring::check_change(
         std::path::Path::new(changed),
         &files,

@@ -21,6 +21,7 @@ pub mod exit;
 pub mod gc;
 pub mod git;
 pub mod hook;
+pub mod journal;
 pub mod ledger;
 pub mod ledger_block;
 pub mod noise;

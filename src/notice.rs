@@ -9,11 +9,20 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
+fn path(state_dir: &Path, session_id: &str) -> std::path::PathBuf {
+    state_dir
+        .join("sessions")
+        .join(format!("{}.notice", crate::store::Store::stem(session_id)))
+}
+
+/// Forgets what was shown under `session_id`, so it is shown again when it recurs.
+pub fn forget(state_dir: &Path, session_id: &str) {
+    let _ = fs::remove_file(path(state_dir, session_id));
+}
+
 /// Whether `text` is new for this session (and remembers it). Called under the session lock.
 pub fn first_time(state_dir: &Path, session_id: &str, text: &str) -> bool {
-    let path = state_dir
-        .join("sessions")
-        .join(format!("{}.notice", crate::store::Store::stem(session_id)));
+    let path = path(state_dir, session_id);
     let digest: String = sha2::Sha256::digest(text.as_bytes())[..16]
         .iter()
         .map(|b| format!("{b:02x}"))

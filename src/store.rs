@@ -30,6 +30,9 @@ pub const EXT: &str = "state";
 
 pub struct Store {
     dir: PathBuf,
+    /// What [`Store::open`] had to repair on the way (a mode put back, a thing moved aside),
+    /// for the caller to tell the person.
+    healed: Vec<String>,
 }
 
 /// Held for the whole read–modify–write; the OS drops the lock when the process exits, even on a
@@ -40,6 +43,12 @@ pub struct SessionLock {
     /// A state was saved for this session before (the lock file carries a mark): a missing state
     /// file then means it vanished.
     known: bool,
+    /// The lock file's length, which is its mark: odd once a state was saved, 2 or more while a
+    /// journal waits to be merged ([`crate::journal`]). Read by the `stat` the lock takes anyway,
+    /// so the common case pays nothing to learn there is no journal.
+    mark: Cell<u64>,
+    /// The lock file was not a regular file of ours and was moved aside.
+    pub healed: Option<Quarantined>,
     /// The open state file and the slot and generation it was read from.
     state: RefCell<Option<File>>,
     slot: Cell<Option<(u64, u64)>>,
@@ -57,7 +66,66 @@ impl SessionLock {
         let absent = |p: &Path| fs::symlink_metadata(p).is_err();
         !self.known && absent(&self.state_path) && absent(&legacy_path(&self.state_path))
     }
+
+    /// Calls judged while the lock was held elsewhere wait in the journal to be merged.
+    pub fn journal_pending(&self) -> bool {
+        self.mark.get() >= 2
+    }
+
+    /// The journal beside this session's state.
+    pub fn journal_path(&self) -> PathBuf {
+        self.state_path.with_extension(crate::journal::EXT)
+    }
+
+    /// Sets or clears the journal mark (the state is saved: the session is known either way).
+    pub fn mark_journal_pending(&self, pending: bool) {
+        let len = if pending { 3 } else { 1 };
+        if self.file.set_len(len).is_ok() {
+            self.mark.set(len);
+        }
+    }
 }
+
+/// The session lock was held by another process past the deadline: this call's update goes to
+/// the journal instead ([`crate::journal`]).
+pub struct Busy {
+    file: File,
+    mark: u64,
+    pub waited: Duration,
+    state_path: PathBuf,
+}
+
+impl Busy {
+    pub fn state_path(&self) -> &Path {
+        &self.state_path
+    }
+
+    pub fn journal_path(&self) -> PathBuf {
+        self.state_path.with_extension(crate::journal::EXT)
+    }
+
+    /// Marks the lock file so the next holder merges the journal and the next waiter waits only
+    /// [`BUSY_WAIT`]. The mark is the file's length: no lock is needed to set it. Read afresh: a
+    /// holder may have cleared it since this call found the lock busy.
+    pub fn mark_journal(&self) {
+        let mark = self.file.metadata().map_or(self.mark, |m| m.len());
+        if mark < 2 {
+            let _ = self.file.set_len(mark + 2);
+        }
+    }
+}
+
+/// What taking a session lock gave.
+pub enum Held {
+    Locked(SessionLock),
+    Busy(Busy),
+}
+
+/// How long a call waits for a lock already found held past the deadline by an earlier call (the
+/// journal mark is set and no holder has merged since): long enough for loopgate's own holders,
+/// which keep the lock a few milliseconds per call, short enough that a wedged or hostile holder
+/// costs each call no more than this. Nothing is lost by giving up: the call goes to the journal.
+pub const BUSY_WAIT: Duration = Duration::from_millis(100);
 
 /// Where a state of the first (JSON) format lies beside today's state file.
 fn legacy_path(state_path: &Path) -> PathBuf {
@@ -87,35 +155,69 @@ impl std::fmt::Display for LockBusy {
 impl std::error::Error for LockBusy {}
 
 impl Store {
-    /// Opens (creating if needed, owner-only) the state directory. A directory that someone else
-    /// owns, that others may write to, or whose `sessions` is not a real directory is refused:
-    /// state there could be swapped under us.
+    /// Opens (creating if needed, owner-only) the state directory, repairing nothing: a dir that
+    /// someone else owns, that others may write to, or whose `sessions` is not a real directory is
+    /// refused. For the commands a person runs (`status`, `doctor`…), which report and change
+    /// nothing; a hook call uses [`Store::open_healing`].
     pub fn open(dir: &Path) -> Result<Store> {
+        Self::open_with(dir, true, false)
+    }
+
+    /// Opens the state directory for a hook call. What an agent can do to it is undone here
+    /// rather than refused for ever: a mode that opens it to others or locks us out is put back;
+    /// a `sessions` that is a file, a link or another user's, or a state dir that is a file or
+    /// another user's, is moved aside (never deleted) and made again. What is left unusable (a
+    /// path through a file, a dir we may not rename) is an error: the caller falls back elsewhere.
+    pub fn open_healing(dir: &Path) -> Result<Store> {
+        Self::open_with(dir, true, true)
+    }
+
+    /// [`Store::open_healing`] for a dir that only loopgate ever makes (the private fallback): a
+    /// link in its place was planted, and is moved aside like any other bad thing.
+    pub fn open_fallback(dir: &Path) -> Result<Store> {
+        Self::open_with(dir, false, true)
+    }
+
+    fn open_with(dir: &Path, follow: bool, heal: bool) -> Result<Store> {
         let sessions = dir.join("sessions");
-        // The common case (both exist) costs two `stat`s: `sessions`' own is reused below.
-        let sessions_meta = match fs::symlink_metadata(&sessions) {
-            Ok(m) if m.file_type().is_dir() => m,
-            Ok(_) => bail!("{} is not a directory", sessions.display()),
-            Err(_) => {
-                create_private_dir(dir)?;
-                create_private_dir(&sessions)?;
-                fs::symlink_metadata(&sessions)
-                    .with_context(|| format!("cannot stat {}", sessions.display()))?
+        // The common case (both exist and are fine) costs two `stat`s.
+        if let Ok(m) = fs::symlink_metadata(&sessions) {
+            if m.file_type().is_dir()
+                && platform::dir_fault(&m).is_none()
+                && if follow {
+                    fs::metadata(dir)
+                } else {
+                    fs::symlink_metadata(dir)
+                }
+                .is_ok_and(|m| m.is_dir() && platform::dir_fault(&m).is_none())
+            {
+                return Ok(Store {
+                    dir: dir.to_path_buf(),
+                    healed: Vec::new(),
+                });
             }
-        };
-        if !sessions_meta.file_type().is_dir() {
-            bail!("{} is not a directory", sessions.display());
         }
-        let dir_meta =
-            fs::metadata(dir).with_context(|| format!("cannot stat {}", dir.display()))?;
-        for (d, m) in [(dir, dir_meta), (sessions.as_path(), sessions_meta)] {
-            if let Some(why) = platform::unsafe_dir_reason(d, &m) {
-                bail!(why);
+        let mut healed = Vec::new();
+        if !heal {
+            for (d, follow) in [(dir, follow), (sessions.as_path(), false)] {
+                if fs::symlink_metadata(d).is_err() {
+                    create_private_dir(d)?;
+                }
+                check_dir(d, follow)?;
             }
+        } else {
+            heal_dir(dir, follow, &mut healed)?;
+            heal_dir(&sessions, false, &mut healed)?;
         }
         Ok(Store {
             dir: dir.to_path_buf(),
+            healed,
         })
+    }
+
+    /// What opening the store repaired, to be told once (the repair does not happen again).
+    pub fn take_healed(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.healed)
     }
 
     pub fn dir(&self) -> &Path {
@@ -149,26 +251,106 @@ impl Store {
     }
 
     pub fn lock_stem(&self, stem: &str, timeout: Duration) -> Result<SessionLock> {
-        let lock_path = self.path(stem, "lock");
-        let file = open_nofollow(&lock_path, true)
-            .with_context(|| format!("cannot open lock file {}", lock_path.display()))?;
-        lock_within(&file, &lock_path, timeout, "session state")?;
-        // One `stat`, after the lock: the file's type (as `open_private` checks it) and the mark
-        // an earlier call may have written while this one waited.
-        let meta = file
-            .metadata()
-            .with_context(|| format!("cannot stat lock file {}", lock_path.display()))?;
-        if !meta.file_type().is_file() {
-            bail!("lock file {} is not a regular file", lock_path.display());
+        match self.lock_or_busy(stem, timeout)? {
+            Held::Locked(l) => Ok(l),
+            Held::Busy(b) => Err(anyhow!(LockBusy(b.waited)).context(format!(
+                "session state stayed locked by another process for {} ms",
+                b.waited.as_millis()
+            ))),
         }
-        let known = meta.len() > 0;
-        Ok(SessionLock {
-            file,
-            state_path: self.path(stem, EXT),
-            known,
-            state: RefCell::new(None),
-            slot: Cell::new(None),
-        })
+    }
+
+    /// Takes the session lock, or says it is busy (see [`Held`]). A lock file that is not a
+    /// regular file of ours (a directory, FIFO, link, another user's file) is moved aside and a
+    /// fresh one made: an agent that broke it switched nothing off.
+    pub fn lock_or_busy(&self, stem: &str, timeout: Duration) -> Result<Held> {
+        let lock_path = self.path(stem, "lock");
+        let mut healed = None;
+        loop {
+            let retry = healed.is_none();
+            let file = match open_nofollow(&lock_path, true) {
+                Ok(f) => f,
+                Err(e) => match fs::symlink_metadata(&lock_path)
+                    .ok()
+                    .and_then(|m| not_a_file_of_ours(&m))
+                {
+                    Some(why) if retry => {
+                        healed = Some(Quarantined {
+                            path: move_aside(&lock_path)?,
+                            why,
+                        });
+                        continue;
+                    }
+                    _ => {
+                        return Err(anyhow!(e)
+                            .context(format!("cannot open lock file {}", lock_path.display())))
+                    }
+                },
+            };
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(TryLockError::WouldBlock) => {
+                    // Only when contended: a mark left by a call that found the lock busy cuts
+                    // the wait (see `BUSY_WAIT`).
+                    let meta = file.metadata().with_context(|| {
+                        format!("cannot stat lock file {}", lock_path.display())
+                    })?;
+                    let wait = if meta.len() >= 2 {
+                        timeout.min(BUSY_WAIT)
+                    } else {
+                        timeout
+                    };
+                    match lock_within(&file, &lock_path, wait, "session state") {
+                        Ok(()) => {}
+                        Err(e) if e.downcast_ref::<LockBusy>().is_some() => {
+                            if let Some(why) = not_a_file_of_ours(&meta).filter(|_| retry) {
+                                drop(file);
+                                healed = Some(Quarantined {
+                                    path: move_aside(&lock_path)?,
+                                    why,
+                                });
+                                continue;
+                            }
+                            return Ok(Held::Busy(Busy {
+                                file,
+                                mark: meta.len(),
+                                waited: wait,
+                                state_path: self.path(stem, EXT),
+                            }));
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(TryLockError::Error(e)) => {
+                    return Err(anyhow!(e).context(format!("cannot lock {}", lock_path.display())))
+                }
+            }
+            // One `stat`, after the lock: the file's type and owner, and the mark an earlier call
+            // may have written while this one waited.
+            let meta = file
+                .metadata()
+                .with_context(|| format!("cannot stat lock file {}", lock_path.display()))?;
+            if let Some(why) = not_a_file_of_ours(&meta) {
+                if !retry {
+                    bail!("lock file {} is {why}", lock_path.display());
+                }
+                drop(file);
+                healed = Some(Quarantined {
+                    path: move_aside(&lock_path)?,
+                    why,
+                });
+                continue;
+            }
+            return Ok(Held::Locked(SessionLock {
+                file,
+                state_path: self.path(stem, EXT),
+                known: !meta.len().is_multiple_of(2),
+                mark: Cell::new(meta.len()),
+                healed,
+                state: RefCell::new(None),
+                slot: Cell::new(None),
+            }));
+        }
     }
 
     /// Reads the session state. Unusable state is moved aside (never deleted) and `None`
@@ -193,8 +375,8 @@ impl Store {
         let meta = file
             .metadata()
             .with_context(|| format!("cannot stat {}", path.display()))?;
-        let why = if !meta.file_type().is_file() {
-            "not a regular file".to_string()
+        let why = if let Some(why) = not_a_file_of_ours(&meta) {
+            why
         } else if meta.len() > MAX_STATE_BYTES {
             format!("{} bytes", meta.len())
         } else {
@@ -276,9 +458,12 @@ impl Store {
         platform::write_all_at(file, &bytes, slot * SLOT)
             .with_context(|| format!("cannot write {}", lock.state_path.display()))?;
         lock.slot.set(Some((slot, generation)));
-        if !lock.known {
+        let mark = lock.mark.get();
+        if mark.is_multiple_of(2) {
             // Mark the session as having a state, so a state file that vanishes is noticed.
-            let _ = platform::write_all_at(&lock.file, b"1", 0);
+            if lock.file.set_len(mark + 1).is_ok() {
+                lock.mark.set(mark + 1);
+            }
         }
         Ok(())
     }
@@ -364,6 +549,111 @@ fn read_slots(file: &File, len: u64) -> Result<(u64, u64, SessionState), String>
         }
     }
     Err(first_err.unwrap_or_else(|| "empty file".into()))
+}
+
+/// Makes `path` a private directory of ours, repairing what an agent could have done to it
+/// (see [`Store::open_healing`]); each repair is described in `healed`. `follow`: a link to a good
+/// directory is accepted (a state dir the user put elsewhere), not for `sessions`.
+fn heal_dir(path: &Path, follow: bool, healed: &mut Vec<String>) -> Result<()> {
+    let d = path.display();
+    let meta = if follow {
+        fs::metadata(path)
+    } else {
+        fs::symlink_metadata(path)
+    };
+    let why = match meta {
+        Ok(m) if m.is_dir() => match platform::dir_fault(&m) {
+            None => return Ok(()),
+            Some(platform::DirFault::Mode(mode)) => {
+                platform::restore_private_mode(path)
+                    .with_context(|| format!("cannot make {d} owner-only again"))?;
+                healed.push(format!(
+                    "{d} had mode {mode:o}; it was made owner-only (700) again"
+                ));
+                return check_dir(path, follow);
+            }
+            Some(platform::DirFault::NotOurs(uid)) => format!("owned by uid {uid}"),
+            Some(platform::DirFault::Link) => "a link".to_string(),
+        },
+        Ok(m) if m.file_type().is_symlink() => "a link".to_string(),
+        Ok(m) => platform::special_kind(&m.file_type())
+            .unwrap_or("a file")
+            .to_string(),
+        // A link to nothing: what it names is not ours to create.
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                && fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) =>
+        {
+            "a dangling link".to_string()
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            create_private_dir(path)?;
+            return check_dir(path, follow);
+        }
+        Err(e) => return Err(anyhow!(e).context(format!("cannot use state dir {d}"))),
+    };
+    let aside = move_aside(path)?;
+    healed.push(format!(
+        "{d} was {why}, not a private directory of ours; it was moved to {} and made again",
+        aside.display()
+    ));
+    create_private_dir(path)?;
+    check_dir(path, follow)
+}
+
+/// Whether a repaired (or new) directory is now what it should be: someone may be fighting us.
+fn check_dir(path: &Path, follow: bool) -> Result<()> {
+    let meta = if follow {
+        fs::metadata(path)
+    } else {
+        fs::symlink_metadata(path)
+    }
+    .with_context(|| format!("cannot stat {}", path.display()))?;
+    if !meta.is_dir() {
+        bail!("{} is not a directory", path.display());
+    }
+    if let Some(why) = platform::unsafe_dir_reason(path, &meta) {
+        bail!(why);
+    }
+    Ok(())
+}
+
+/// Renames `path` to a unique name beside it (`<name>.corrupt-<ms>-<pid>`, which housekeeping
+/// ages out like a quarantined state), never deleting it.
+fn move_aside(path: &Path) -> Result<PathBuf> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(
+        ".corrupt-{}-{}",
+        crate::clock::now_ms(),
+        std::process::id()
+    ));
+    let aside = path.with_file_name(name);
+    match fs::rename(path, &aside) {
+        Ok(()) => Ok(aside),
+        // Another call moved it first.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(aside),
+        Err(e) => Err(anyhow!(e).context(format!("cannot move {} aside", path.display()))),
+    }
+}
+
+/// Why a lock or state file is not a regular file of ours, if it is not.
+fn not_a_file_of_ours(meta: &fs::Metadata) -> Option<String> {
+    let ft = meta.file_type();
+    if ft.is_symlink() {
+        return Some("a link".into());
+    }
+    if ft.is_dir() {
+        return Some("a directory".into());
+    }
+    if !ft.is_file() {
+        return Some(
+            platform::special_kind(&ft)
+                .unwrap_or("not a regular file")
+                .into(),
+        );
+    }
+    let own = platform::ownership(meta)?;
+    (Some(own.uid) != platform::own_uid()).then(|| format!("owned by uid {}", own.uid))
 }
 
 fn quarantine(path: &Path, why: &str) -> Result<Quarantined> {
@@ -625,31 +915,53 @@ mod tests {
             .success());
         assert!(Store::peek(&fifo).is_none());
         assert!(open_private(&fifo).is_err());
-        // A symlinked lock file is refused too.
+        // A symlinked lock file is never followed: it is moved aside and a fresh one made.
         let lock_path = store.path("other", "lock");
         std::os::unix::fs::symlink(&victim, &lock_path).unwrap();
-        assert!(store.lock_stem("other", Duration::from_millis(50)).is_err());
+        let l = store.lock_stem("other", Duration::from_millis(50)).unwrap();
+        let q = l.healed.as_ref().expect("moved aside");
+        assert!(q.why.contains("link"), "{}", q.why);
+        assert!(fs::symlink_metadata(&q.path)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(fs::symlink_metadata(&lock_path).unwrap().is_file());
         assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
     }
 
     #[test]
     #[cfg(unix)]
-    fn a_state_dir_others_can_write_or_do_not_own_is_refused() {
+    fn a_state_dir_others_can_write_is_made_private_and_a_bad_sessions_moved_aside() {
         use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("st");
         Store::open(&dir).unwrap();
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(Store::open(&dir).is_err());
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(Store::open(&dir).is_ok());
-        // `sessions` replaced by a file.
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        for bad in [0o777, 0o000, 0o500] {
+            fs::set_permissions(&dir, fs::Permissions::from_mode(bad)).unwrap();
+            assert!(Store::open(&dir).is_err(), "a command repairs nothing");
+            let mut s = Store::open_healing(&dir).unwrap();
+            assert_eq!(mode(&dir), 0o700, "{bad:o}");
+            assert!(s.take_healed()[0].contains("owner-only"), "{bad:o}");
+            assert!(Store::open(&dir).unwrap().take_healed().is_empty());
+        }
+        // `sessions` replaced by a file: moved aside, kept, made again.
         fs::remove_dir(dir.join("sessions")).unwrap();
-        fs::write(dir.join("sessions"), "").unwrap();
+        fs::write(dir.join("sessions"), "kept").unwrap();
         assert!(Store::open(&dir).is_err());
+        let mut s = Store::open_healing(&dir).unwrap();
+        assert!(dir.join("sessions").is_dir());
+        assert!(s.take_healed()[0].contains("moved"));
+        let aside = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().contains("sessions.corrupt-"))
+            .unwrap();
+        assert_eq!(fs::read(aside).unwrap(), b"kept");
         // Owned by root when we are not root (skipped when the tests run as root).
         if platform::own_uid() != Some(0) {
             assert!(Store::open(Path::new("/")).is_err());
+            assert!(Store::open_healing(Path::new("/")).is_err());
         }
     }
 

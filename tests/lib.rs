@@ -7,6 +7,7 @@ mod faults;
 mod first_hour;
 mod fuzz;
 mod guard_table;
+mod heal;
 #[cfg(unix)]
 mod link_order;
 mod operate;

@@ -168,8 +168,11 @@ fn a_held_lock_fails_open_within_the_deadline() {
     assert!(out.stdout.contains("locked"), "{}", out.stdout);
     assert!(t.elapsed() < std::time::Duration::from_secs(3));
     drop(f);
+    // The call judged while the lock was held was journaled: merged now, and said.
+    let out = env.pre("Bash", json!({"command": "ls"}), "l2");
+    assert!(out.stdout.contains("merged"), "{}", out.stdout);
     assert!(env
-        .pre("Bash", json!({"command": "ls"}), "l2")
+        .pre("Bash", json!({"command": "ls"}), "l3")
         .is_silent_allow());
 }
 

@@ -44,6 +44,18 @@ pub fn stdin_readable_within(timeout: std::time::Duration) -> io::Result<bool> {
     imp::stdin_readable_within(timeout)
 }
 
+/// Opens `path` for appending (creating it owner-only), with [`open_private_rw`]'s refusals:
+/// every write lands at the end of the file, whoever else appends at the same time.
+pub fn open_private_append(path: &Path) -> io::Result<File> {
+    imp::open_private_append(path)
+}
+
+/// Makes a directory of ours owner-only again (`0700`) after someone changed its mode; a no-op
+/// where access is an inherited ACL (Windows).
+pub fn restore_private_mode(dir: &Path) -> io::Result<()> {
+    imp::restore_private_mode(dir)
+}
+
 /// Opens `path` read-only, with [`open_private_rw`]'s refusals.
 pub fn open_private_read(path: &Path) -> io::Result<File> {
     imp::open_private_read(path)
@@ -87,29 +99,45 @@ pub fn own_uid() -> Option<u32> {
     imp::own_uid()
 }
 
-/// Why state kept in `dir` could be swapped under us, if it could: it belongs to another user,
-/// others may write to it, or it is a link. `meta` is the dir's own metadata.
-pub fn unsafe_dir_reason(dir: &Path, meta: &Metadata) -> Option<String> {
+/// What is wrong with a directory that should hold our state, by what can be done about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirFault {
+    /// A link: it could point anywhere.
+    Link,
+    /// Another user's: state there could be swapped under us, and we cannot take it back.
+    NotOurs(u32),
+    /// Ours, but others may write to it (mode `0o022`) or we may not use it (`chmod 000`): the
+    /// mode can be put back.
+    Mode(u32),
+}
+
+/// What is wrong with `meta` (a directory's own metadata) as a state dir, if anything. Nothing
+/// on systems without mode bits (see the table).
+pub fn dir_fault(meta: &Metadata) -> Option<DirFault> {
     if meta.file_type().is_symlink() {
-        return Some(format!("state dir {} is a link", dir.display()));
+        return Some(DirFault::Link);
     }
     let own = ownership(meta)?;
     let uid = own_uid()?;
     if own.uid != uid {
-        return Some(format!(
-            "state dir {} belongs to uid {}, not to us",
-            dir.display(),
-            own.uid
-        ));
+        return Some(DirFault::NotOurs(own.uid));
     }
-    if own.mode & 0o022 != 0 {
-        return Some(format!(
-            "state dir {} is writable by others (mode {:o})",
-            dir.display(),
-            own.mode
-        ));
-    }
-    None
+    (own.mode & 0o022 != 0 || own.mode & 0o700 != 0o700).then_some(DirFault::Mode(own.mode))
+}
+
+/// Why state kept in `dir` could be swapped under us or cannot be used, if so: it belongs to
+/// another user, others may write to it, it is not usable by us, or it is a link. `meta` is the
+/// dir's own metadata.
+pub fn unsafe_dir_reason(dir: &Path, meta: &Metadata) -> Option<String> {
+    let d = dir.display();
+    Some(match dir_fault(meta)? {
+        DirFault::Link => format!("state dir {d} is a link"),
+        DirFault::NotOurs(uid) => format!("state dir {d} belongs to uid {uid}, not to us"),
+        DirFault::Mode(mode) if mode & 0o022 != 0 => {
+            format!("state dir {d} is writable by others (mode {mode:o})")
+        }
+        DirFault::Mode(mode) => format!("state dir {d} is not usable by us (mode {mode:o})"),
+    })
 }
 
 /// The private per-user place state goes when the configured state dir cannot be used.

@@ -19,6 +19,20 @@ pub fn open_private_rw(path: &Path, create: bool) -> io::Result<File> {
         .open(path)
 }
 
+pub fn open_private_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+pub fn restore_private_mode(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
 pub fn open_private_read(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
@@ -55,9 +69,11 @@ pub fn ownership(meta: &Metadata) -> Option<Ownership> {
     })
 }
 
-/// `geteuid` through rustix: no `unsafe`, no `/proc` lookup.
+/// `geteuid` through rustix: no `unsafe`, no `/proc` lookup; asked once per process (the state
+/// dir, the lock and the state file are each checked against it).
 pub fn own_uid() -> Option<u32> {
-    Some(rustix::process::geteuid().as_raw())
+    static UID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    Some(*UID.get_or_init(|| rustix::process::geteuid().as_raw()))
 }
 
 /// `$XDG_RUNTIME_DIR/loopgate` (per user, owner-only by its spec), else `<temp>/loopgate-<uid>`.

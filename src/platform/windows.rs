@@ -25,6 +25,22 @@ pub fn open_private_rw(path: &Path, create: bool) -> io::Result<File> {
     )
 }
 
+pub fn open_private_append(path: &Path) -> io::Result<File> {
+    refuse_links(
+        OpenOptions::new()
+            .append(true)
+            .create(true)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(path)?,
+        path,
+    )
+}
+
+/// Access is the ACL inherited from the per-user dir: there is no mode to put back.
+pub fn restore_private_mode(_dir: &Path) -> io::Result<()> {
+    Ok(())
+}
+
 pub fn open_private_read(path: &Path) -> io::Result<File> {
     refuse_links(
         OpenOptions::new()
