@@ -138,6 +138,11 @@ fn render(lines: &[Value], max_bytes: u64) -> Result<Vec<u8>> {
 
 /// Appends the lines under a log lock, rotating first when the file would grow past its size.
 /// Lines from parallel hook processes never interleave.
+/// The longest a call waits for the event log's lock. loopgate's own holders keep it for one
+/// write; a hold longer than this is someone else's, and waiting out the session lock's timeout
+/// on every call would make each hook that slow for as long as they hold it.
+const LOG_LOCK_WAIT: Duration = Duration::from_millis(200);
+
 pub fn append(dir: &Path, lines: &[Value], cfg: &Log, timeout: Duration) -> Result<()> {
     if lines.is_empty() {
         return Ok(());
@@ -145,8 +150,23 @@ pub fn append(dir: &Path, lines: &[Value], cfg: &Log, timeout: Duration) -> Resu
     let path = dir.join(FILE);
     let lock_path = dir.join("events.lock");
     let lock = open_private(&lock_path).context("cannot open the event log lock")?;
-    lock_within(&lock, &lock_path, timeout, "the event log")?;
     let buf = render(lines, cfg.max_bytes)?;
+    if let Err(e) = lock_within(
+        &lock,
+        &lock_path,
+        timeout.min(LOG_LOCK_WAIT),
+        "the event log",
+    ) {
+        if e.downcast_ref::<crate::store::LockBusy>().is_none() {
+            return Err(e);
+        }
+        // The lines are still logged: one append-mode write, which concurrent appenders cannot
+        // split, and no rotation (that waits for a call holding the lock).
+        let mut f =
+            crate::platform::open_private_append(&path).context("cannot open the event log")?;
+        f.write_all(&buf).context("cannot write the event log")?;
+        return Err(e.context("this call's lines were appended without the lock"));
+    }
     let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     if size > 0 && size + buf.len() as u64 > cfg.max_bytes {
         crate::gc::rotate(&path, cfg.generations).context("cannot rotate the event log")?;

@@ -904,6 +904,12 @@ fn a_held_event_log_lock_fails_open_within_the_deadline() {
     let code = status.unwrap().code();
     assert!(matches!(code, Some(0 | 1)), "{code:?}");
     state_file(&env);
+    // The denial is still in the log: appended without the lock, not dropped.
+    let log = std::fs::read_to_string(env.state.join("events.jsonl")).unwrap_or_default();
+    assert!(
+        log.lines().any(|l| l.contains("\"decision\":\"deny\"")),
+        "the denial made while the log's lock was held is not in the log:\n{log}"
+    );
 }
 
 /// The `systemMessage` of an answer ("" when there is none).
