@@ -169,9 +169,9 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         (Some(s), None) => (Store::peek(&s.state_path(&payload.session_id)), None),
         (None, _) => (None, None),
     };
-    if let (Some(s), true) = (&store, lock.is_some()) {
+    if let Some(l) = lock {
         // What FileChanged noticed since the last call (its own answer is shown nowhere).
-        notices.extend(crate::wiring::take_pending(s.dir(), &payload.session_id));
+        notices.extend(crate::wiring::take_pending(l.state_path()));
     }
     if let Some(q) = &quarantined {
         notices.push(format!(
@@ -714,7 +714,7 @@ fn file_changed(
     let message = crate::redact::mask(&message);
     let mut notices = Vec::new();
     if let Some(store) = open_store(cli, &mut notices) {
-        let _ = crate::wiring::keep_pending(store.dir(), &payload.session_id, &message);
+        let _ = crate::wiring::keep_pending(&store.state_path(&payload.session_id), &message);
         let line = serde_json::json!({
             "ts": crate::clock::rfc3339(crate::clock::now_ms()),
             "session": clip(&payload.session_id, 128),

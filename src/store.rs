@@ -55,6 +55,11 @@ pub struct SessionLock {
 }
 
 impl SessionLock {
+    /// The session's state file (files about the session sit beside it, named by its stem).
+    pub fn state_path(&self) -> &Path {
+        &self.state_path
+    }
+
     /// Whether a state was saved for this session by an earlier call.
     pub fn session_known(&self) -> bool {
         self.known

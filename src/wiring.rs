@@ -278,7 +278,7 @@ pub fn sanction(state_dir: &Path, file: &Path) -> Result<()> {
 /// In the state dir's `sessions/`: what FileChanged noticed, for the session's next hook call
 /// to show (FileChanged's own answer is shown nowhere, observed). A `.notice` file, so `gc`
 /// removes one that no call ever took.
-const PENDING_SUFFIX: &str = ".changed.notice";
+const PENDING_EXT: &str = "changed.notice";
 /// A pending file past this is not added to: the person has been told enough.
 const PENDING_MAX: u64 = 16 << 10;
 
@@ -349,16 +349,14 @@ pub fn file_changed(
     None
 }
 
-fn pending_path(state_dir: &Path, session_id: &str) -> PathBuf {
-    state_dir.join("sessions").join(format!(
-        "{}{PENDING_SUFFIX}",
-        crate::store::Store::stem(session_id)
-    ))
+/// Beside the session's state file (whose name already hashes the session id).
+fn pending_path(state_file: &Path) -> PathBuf {
+    state_file.with_extension(PENDING_EXT)
 }
 
 /// Keeps `message` for the session's next hook call to show.
-pub fn keep_pending(state_dir: &Path, session_id: &str, message: &str) -> Result<()> {
-    let path = pending_path(state_dir, session_id);
+pub fn keep_pending(state_file: &Path, message: &str) -> Result<()> {
+    let path = pending_path(state_file);
     let f = crate::platform::open_private_rw(&path, true)
         .with_context(|| format!("cannot open {}", path.display()))?;
     let at = f.metadata()?.len();
@@ -371,8 +369,8 @@ pub fn keep_pending(state_dir: &Path, session_id: &str, message: &str) -> Result
 
 /// The messages FileChanged kept for this session, each once: the file is moved away before it
 /// is read, so a message kept meanwhile waits for the next call instead of being lost.
-pub fn take_pending(state_dir: &Path, session_id: &str) -> Vec<String> {
-    let path = pending_path(state_dir, session_id);
+pub fn take_pending(state_file: &Path) -> Vec<String> {
+    let path = pending_path(state_file);
     let mut taking = path.clone().into_os_string();
     taking.push(".taking");
     let taking = PathBuf::from(taking);
@@ -422,11 +420,12 @@ mod tests {
         );
 
         std::fs::create_dir(d.path().join("sessions")).unwrap();
-        assert!(take_pending(d.path(), "s1").is_empty());
-        keep_pending(d.path(), "s1", "one").unwrap();
-        keep_pending(d.path(), "s1", "two\nlines").unwrap();
-        assert_eq!(take_pending(d.path(), "s1"), ["one", "two lines"]);
-        assert!(take_pending(d.path(), "s1").is_empty(), "each once");
+        let state = d.path().join("sessions").join("s1.state");
+        assert!(take_pending(&state).is_empty());
+        keep_pending(&state, "one").unwrap();
+        keep_pending(&state, "two\nlines").unwrap();
+        assert_eq!(take_pending(&state), ["one", "two lines"]);
+        assert!(take_pending(&state).is_empty(), "each once");
     }
     use serde_json::json;
 
