@@ -152,6 +152,11 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
             &payload.session_id,
         ));
     }
+    // A session's first call: did an agent change the CLI's hook files? (never on later calls)
+    let rewired = lock
+        .as_ref()
+        .filter(|l| !l.session_known())
+        .and_then(|_| crate::wiring_check::session_notice(agent, project_dir.as_deref()));
     if let Some(q) = &quarantined {
         notices.push(format!(
             "session state was unusable ({}) and has been moved to {}; loop counts start again \
@@ -242,6 +247,12 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     };
     let mut lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
     lines.extend(notices.iter().map(|n| notice_line(&meta, n)));
+    if let Some(n) = &rewired {
+        let mut line = notice_line(&meta, n);
+        line["detector"] = "guard".into();
+        lines.push(line);
+    }
+    notices.extend(rewired);
     if let Err(e) = events::append(store.dir(), &lines, &cfg.log, lock_wait(&cfg)) {
         problems.push(format!("{e:#}"));
     }
