@@ -110,6 +110,11 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         project_dir.as_deref(),
     ));
     if event == Event::SessionStart {
+        if agent != Agent::Claude {
+            // Setup wires no SessionStart for the other CLIs; one wired by hand leaves the
+            // session's files to its first judged call, which then checks the wiring.
+            return Ok(Done::silent());
+        }
         let mut done = session_start(cli, &payload.session_id, &loaded.config)?;
         if agent == Agent::Claude {
             done.stdout = crate::wiring::watch_answer(&watched(cli, project_dir.as_deref()));

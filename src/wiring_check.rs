@@ -62,7 +62,14 @@ pub fn inspect(agent: Agent, files: &[(PathBuf, Value)], codex_config: Option<&P
     }
     let mut problems = Vec::new();
     let mut missing = Vec::new();
-    for &(event, sub, _) in format.hooks {
+    // With no loopgate hook in these files, the calls come from a file not read here: its
+    // events cannot be judged, only the switches and env the files hold.
+    let known = if out.found.is_empty() {
+        &[][..]
+    } else {
+        format.hooks
+    };
+    for &(event, sub, _) in known {
         let hs: Vec<&String> = out
             .found
             .iter()
@@ -135,11 +142,11 @@ fn switched_off(file: &Path, settings: &Value) -> Vec<String> {
     if disabled.is_some_and(|d| d.to_string().contains("loopgate")) {
         found.push(format!("{shown} lists loopgate in hooksConfig.disabled"));
     }
-    if let Some(switch) = ["enabled", "disabled"]
-        .into_iter()
-        .find(|k| settings["hooks"].get(k).is_some_and(|v| v.is_boolean()))
-    {
-        found.push(format!("{shown} sets hooks.{switch}"));
+    // Older Gemini CLI switches inside `hooks` itself.
+    for (switch, off) in [("enabled", false), ("disabled", true)] {
+        if settings["hooks"].get(switch) == Some(&Value::Bool(off)) {
+            found.push(format!("{shown} sets hooks.{switch} to {off}"));
+        }
     }
     for key in crate::wiring::env_overrides(settings) {
         found.push(format!("{shown} sets {key} for every hook"));
@@ -251,8 +258,7 @@ pub fn session_notice(agent: Agent, project: Option<&Path>) -> Option<String> {
     }
     let mut problems = Vec::new();
     let mut files = Vec::new();
-    let candidates = hook_files(agent, project);
-    for file in &candidates {
+    for file in &hook_files(agent, project) {
         match read_hook_file(file) {
             Ok(Some(v)) => files.push((file.clone(), v)),
             Ok(None) => {}
@@ -260,13 +266,7 @@ pub fn session_notice(agent: Agent, project: Option<&Path>) -> Option<String> {
         }
     }
     let codex_config = crate::paths::agent_config_dir(Agent::Codex).map(|d| d.join("config.toml"));
-    let inspected = inspect(agent, &files, codex_config.as_deref());
-    if inspected.found.is_empty() {
-        let shown: Vec<String> = candidates.iter().map(|f| f.display().to_string()).collect();
-        problems.push(format!("no loopgate hook in {}", shown.join(", ")));
-    } else {
-        problems.extend(inspected.problems);
-    }
+    problems.extend(inspect(agent, &files, codex_config.as_deref()).problems);
     if agent == Agent::Codex {
         if let Some(p) = project {
             problems.extend(codex_features_off(&p.join(".codex/config.toml")));

@@ -14,7 +14,9 @@ struct Cli {
     name: &'static str,
     /// The user-level hook file under HOME.
     file: &'static str,
-    /// The session's first judged call and a later one: (fixture, subcommand).
+    /// The session's start (a SessionStart wired by hand), its first judged call and a later
+    /// one: (fixture, subcommand).
+    start: &'static str,
     first: (&'static str, &'static str),
     later: (&'static str, &'static str),
     /// An event of loopgate's in that CLI's file.
@@ -25,6 +27,7 @@ fn clis() -> Vec<Cli> {
     vec![
         Cli {
             name: "codex",
+            start: "codex/0.169.0/basic-01-SessionStart.json",
             file: ".codex/hooks.json",
             first: (
                 "codex/0.169.0/basic-02-UserPromptSubmit.json",
@@ -38,6 +41,7 @@ fn clis() -> Vec<Cli> {
         },
         Cli {
             name: "gemini",
+            start: "gemini/0.61.0/basic-01-SessionStart.json",
             file: ".gemini/settings.json",
             first: (
                 "gemini/0.61.0/basic-02-BeforeAgent.json",
@@ -51,6 +55,7 @@ fn clis() -> Vec<Cli> {
         },
         Cli {
             name: "qwen",
+            start: "qwen/0.24.4/basic-01-SessionStart.json",
             file: ".qwen/settings.json",
             first: (
                 "qwen/0.24.4/basic-03-UserPromptSubmit.json",
@@ -64,6 +69,7 @@ fn clis() -> Vec<Cli> {
         },
         Cli {
             name: "copilot",
+            start: "copilot/1.0.102/basic-01-sessionStart.json",
             file: ".copilot/hooks/loopgate.json",
             first: (
                 "copilot/1.0.102/basic-02-userPromptSubmitted.json",
@@ -123,6 +129,12 @@ fn guard_notices(env: &Env) -> Vec<Value> {
 
 /// The first call reports `expect` (in systemMessage, stderr and the log); the second is quiet.
 fn reported_once(env: &Env, cli: &Cli, expect: &str, what: &str) {
+    let (stdout, stderr) = call(env, cli, (cli.start, "session-start"));
+    assert!(
+        stdout.is_empty() && stderr.is_empty(),
+        "{} {what}: SessionStart answers nothing: {stdout}{stderr}",
+        cli.name
+    );
     let (stdout, stderr) = call(env, cli, cli.first);
     let answer: Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("{} {what}: {e}: {stdout:?} {stderr}", cli.name));
