@@ -288,3 +288,25 @@ fn a_project_file_that_switches_hooks_off_is_reported_once() {
         reported_once(&env, &cli, expect, "project");
     }
 }
+
+#[test]
+fn wired_from_a_file_not_read_here_only_switches_and_env_are_judged() {
+    for cli in clis() {
+        // No setup: the calls come from a file loopgate does not read (a `--settings` path).
+        let env = Env::new();
+        let (stdout, stderr) = call(&env, &cli, cli.first);
+        assert!(
+            !stdout.contains(CHANGED) && !stderr.contains(CHANGED),
+            "{}: {stdout}{stderr}",
+            cli.name
+        );
+        let env = Env::new();
+        let file = match cli.name {
+            "copilot" => env.project.join(".github/hooks/mine.json"),
+            "codex" => env.project.join(".codex/hooks.json"),
+            name => env.project.join(format!(".{name}/settings.json")),
+        };
+        write_json(&file, &json!({"env": {"LOOPGATE_STATE_DIR": "/tmp/x"}}));
+        reported_once(&env, &cli, "LOOPGATE_STATE_DIR", "unknown source");
+    }
+}
