@@ -110,6 +110,11 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         project_dir.as_deref(),
     ));
     if event == Event::SessionStart {
+        if agent != Agent::Claude {
+            // Setup wires no SessionStart for the other CLIs; one wired by hand leaves the
+            // session's files to its first judged call, which then checks the wiring.
+            return Ok(Done::silent());
+        }
         let mut done = session_start(cli, &payload.session_id, &loaded.config)?;
         if agent == Agent::Claude {
             done.stdout = crate::wiring::watch_answer(&watched(cli, project_dir.as_deref()));
@@ -173,6 +178,10 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         // What FileChanged noticed since the last call (its own answer is shown nowhere).
         notices.extend(crate::wiring::take_pending(l.state_path()));
     }
+    // A session's first call: did an agent change the CLI's hook files? (never on later calls)
+    let rewired = lock
+        .filter(|l| !l.session_known())
+        .and_then(|_| crate::wiring_check::session_notice(agent, project_dir.as_deref()));
     if let Some(q) = &quarantined {
         notices.push(format!(
             "session state was unusable ({}) and has been moved to {}; loop counts start again \
@@ -308,6 +317,12 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     };
     let mut lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
     lines.extend(notices.iter().map(|n| notice_line(&meta, n)));
+    if let Some(n) = &rewired {
+        let mut line = notice_line(&meta, n);
+        line["detector"] = "guard".into();
+        lines.push(line);
+    }
+    notices.extend(rewired);
     if let Some(s) = &store {
         if let Err(e) = events::append(s.dir(), &lines, &cfg.log, lock_wait(&cfg)) {
             problems.push(format!("{e:#}"));

@@ -35,8 +35,8 @@ fn disabling(settings: &Value) -> Vec<String> {
     found
 }
 
-/// Keys of the settings' `env` that change where loopgate looks or what it does.
-fn env_overrides(settings: &Value) -> Vec<String> {
+/// Keys of the settings' (or a handler's) `env` that change where loopgate looks or what it does.
+pub(crate) fn env_overrides(settings: &Value) -> Vec<String> {
     settings
         .get("env")
         .and_then(Value::as_object)

@@ -19,3 +19,4 @@ mod scenario_runner;
 mod secrets;
 mod setup_agents;
 mod stop_gate;
+mod wiring_check;

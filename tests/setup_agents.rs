@@ -216,6 +216,17 @@ fn doctor_names_what_broke_in_an_agent_clis_wiring() {
     assert!(detail.contains("not wired: AfterAgent"), "{detail}");
     assert!(detail.contains("without `--agent gemini`"), "{detail}");
 
+    // Hooks switched off, and loopgate's env overridden, in the same file.
+    s["hooksConfig"] = json!({"enabled": false});
+    s["env"] = json!({"XDG_STATE_HOME": "/tmp/elsewhere"});
+    std::fs::write(&path, s.to_string()).unwrap();
+    let detail = doctor_check(&env, "Gemini CLI hooks")["detail"].to_string();
+    assert!(detail.contains("hooksConfig.enabled to false"), "{detail}");
+    assert!(
+        detail.contains("sets XDG_STATE_HOME for every hook"),
+        "{detail}"
+    );
+
     // The binary the hooks call is gone.
     std::fs::remove_file(&bin).unwrap();
     let c = doctor_check(&env, "Codex CLI hooks");

@@ -224,23 +224,9 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
         }
     };
     let format = setup::agents::format(agent);
-    // (event, command) of every loopgate handler, in either shape.
-    let mut found: Vec<(String, String)> = Vec::new();
-    for (event, items) in settings["hooks"].as_object().into_iter().flatten() {
-        for item in items.as_array().into_iter().flatten() {
-            let handlers: Vec<&Value> = match item.get("hooks").and_then(Value::as_array) {
-                Some(hs) => hs.iter().collect(),
-                None => vec![item],
-            };
-            for h in handlers {
-                if let Some(cmd) =
-                    setup::handler_command(h).filter(|c| setup::is_loopgate_command(c))
-                {
-                    found.push((event.clone(), cmd.to_string()));
-                }
-            }
-        }
-    }
+    let config = dir.join("config.toml");
+    let inspected = crate::wiring_check::inspect(agent, &[(file.clone(), settings)], Some(&config));
+    let found = inspected.found;
     if found.is_empty() {
         return Some(fail(
             name,
@@ -248,42 +234,7 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
             setup_fix,
         ));
     }
-    let mut problems = Vec::new();
-    let mut missing = Vec::new();
-    for &(event, sub, _) in format.hooks {
-        let hs: Vec<&String> = found
-            .iter()
-            .filter(|(e, _)| e == event)
-            .map(|(_, c)| c)
-            .collect();
-        match hs.len() {
-            0 => missing.push(event),
-            1 => {}
-            n => problems.push(format!("{event} is wired {n} times")),
-        }
-        for cmd in hs {
-            if cmd.split_whitespace().last() != Some(sub) {
-                problems.push(format!("{event} runs `{cmd}`"));
-            }
-            if setup::command_agent(cmd).as_deref() != Some(agent.name()) {
-                problems.push(format!(
-                    "{event} runs `{cmd}`, without `--agent {}`",
-                    agent.name()
-                ));
-            }
-        }
-    }
-    for (event, _) in &found {
-        if !format.hooks.iter().any(|&(e, _, _)| e == event) {
-            problems.push(format!(
-                "{event} (not an event loopgate uses with {})",
-                agent.title()
-            ));
-        }
-    }
-    if !missing.is_empty() {
-        problems.insert(0, format!("not wired: {}", missing.join(", ")));
-    }
+    let mut problems = inspected.problems;
     // The binary the hooks call exists and runs.
     let mut programs: Vec<String> = Vec::new();
     for (_, cmd) in &found {
@@ -312,41 +263,11 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
             Some((_, Some(v))) => ran.push(format!("{program} runs ({v})")),
         }
     }
-    let mut trust = String::new();
-    if agent == Agent::Codex {
-        let config = dir.join("config.toml");
-        let hooks = setup::agents::codex_hooks(&file, &settings);
-        let table: toml::Table = std::fs::read_to_string(&config)
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .unwrap_or_default();
-        let untrusted: Vec<&str> = hooks
-            .iter()
-            .filter(|h| {
-                let state = table
-                    .get("hooks")
-                    .and_then(|v| v.get("state"))
-                    .and_then(|v| v.get(&h.key));
-                let hash = state
-                    .and_then(|s| s.get("trusted_hash"))
-                    .and_then(|v| v.as_str());
-                let enabled = state
-                    .and_then(|s| s.get("enabled"))
-                    .and_then(|v| v.as_bool());
-                hash != Some(h.hash.as_str()) || enabled == Some(false)
-            })
-            .map(|h| h.event.as_str())
-            .collect();
-        if untrusted.is_empty() {
-            trust = format!(", trusted in {}", config.display());
-        } else {
-            problems.push(format!(
-                "not trusted in {} (Codex skips them silently): {}",
-                config.display(),
-                untrusted.join(", ")
-            ));
-        }
-    }
+    let trust = if agent == Agent::Codex && inspected.codex_trusted {
+        format!(", trusted in {}", config.display())
+    } else {
+        String::new()
+    };
     if problems.is_empty() {
         return Some(ok(
             name,
