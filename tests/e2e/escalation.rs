@@ -303,8 +303,8 @@ fn e2e_three_looping_turns_open_the_circuit_and_the_next_prompt_is_refused() {
     assert_eq!(refusal["enforced"], true, "{refusal}");
     assert_event_shape(&run);
 
-    // Each turn is judged when the next prompt arrives: HALF_OPEN between turns 2 and 3, OPEN
-    // at the fourth prompt, not at a Stop.
+    // Each turn is judged when its Stop lets it end (or at the next prompt): the third looping
+    // turn opens the circuit, and the fourth prompt is the one refused.
     let turns = events_by_prompt(&run);
     assert_eq!(turns.len(), 4, "one prompt id per turn\n{}", run.summary());
     assert_eq!(refusal["prompt_id"], turns[3].0, "{refusal}");
