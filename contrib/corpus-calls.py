@@ -13,14 +13,14 @@ import sys
 TOOLS = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit")
 
 
-# A user's home as the transcripts name it (macOS or Linux), written as the corpus's own
-# anonymised one: no machine's user name ends up in the repository.
+# A user's home as the transcripts name it (macOS or Linux), written as `$HOME`: no machine's
+# path or user name ends up in the repository, and a command still names a home directory.
 HOME = re.compile(r"/(?:Users|home)/[^/\s\"'`:;|&)]+")
 
 
 def anonymise(v):
     if isinstance(v, str):
-        return HOME.sub("/home/USER", v)
+        return HOME.sub("$HOME", v)
     if isinstance(v, list):
         return [anonymise(x) for x in v]
     if isinstance(v, dict):
@@ -62,7 +62,7 @@ def main(root):
         "Every Bash command and file edit (Edit, Write, MultiEdit) in the 78 real Claude Code "
         "sessions of the project's transcript corpus, deduplicated; edit texts clipped to 160 "
         "characters (the guard reads them only for settings and startup files); home directories "
-        "written /home/USER. Regenerate with "
+        "written $HOME. Regenerate with "
         "contrib/corpus-calls.py."
     )
     json.dump({"about": about, "calls": out}, sys.stdout, indent=0, ensure_ascii=False)
