@@ -531,17 +531,12 @@ fn journal_call(
 /// and reports it. It answers nothing of its own, since plain stdout would reach the model
 /// (observed); for Claude Code the caller answers the paths to watch, which does not.
 fn session_start(cli: &Cli, session_id: &str, cfg: &config::Config) -> Result<Done> {
-    let silent = || Done {
-        stdout: None,
-        problems: Vec::new(),
-        exit: Exit::Ok,
-    };
     // Anything amiss is left to the session's next event, which judges and tells.
     let Some(store) = open_store(cli, &mut Vec::new()) else {
-        return Ok(silent());
+        return Ok(Done::silent());
     };
     let Ok(lock) = store.lock(session_id, lock_wait(cfg)) else {
-        return Ok(silent());
+        return Ok(Done::silent());
     };
     if lock.session_is_new() && lock.healed.is_none() {
         if store
@@ -551,12 +546,12 @@ fn session_start(cli: &Cli, session_id: &str, cfg: &config::Config) -> Result<Do
             )
             .is_err()
         {
-            return Ok(silent());
+            return Ok(Done::silent());
         }
         drop(lock);
         crate::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
     }
-    Ok(silent())
+    Ok(Done::silent())
 }
 
 /// git's HEAD as the project record keeps it (empty outside git).
@@ -730,17 +725,12 @@ fn file_changed(
     let mut notices = Vec::new();
     if let Some(store) = open_store(cli, &mut notices) {
         let _ = crate::wiring::keep_pending(&store.state_path(&payload.session_id), &message);
-        let line = serde_json::json!({
-            "ts": crate::clock::rfc3339(crate::clock::now_ms()),
-            "session": clip(&payload.session_id, 128),
-            "event": "FileChanged",
-            "detector": "guard",
-            "decision": "notice",
-            "enforced": cfg.mode == Mode::Enforce,
-            "severity": "high",
-            "reason": format!("loopgate: {message}"),
-            "evidence": {"file_path": clip(changed, 256), "change": payload.file_event.as_deref().map(|e| clip(e, 16))},
-        });
+        let line = settings_event_line(
+            payload,
+            ("FileChanged", "notice", cfg.mode == Mode::Enforce),
+            &format!("loopgate: {message}"),
+            serde_json::json!({"file_path": clip(changed, 256), "change": payload.file_event.as_deref().map(|e| clip(e, 16))}),
+        );
         let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
     }
     Ok(Done {
@@ -761,13 +751,8 @@ fn config_change(
     project_dir: Option<&std::path::Path>,
     cfg: &config::Config,
 ) -> Result<Done> {
-    let silent = Done {
-        stdout: None,
-        problems: Vec::new(),
-        exit: Exit::Ok,
-    };
     let Some(changed) = payload.file_path.as_deref().filter(|f| !f.is_empty()) else {
-        return Ok(silent);
+        return Ok(Done::silent());
     };
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
@@ -792,21 +777,16 @@ fn config_change(
         prefix.as_deref(),
         store.as_ref().map(Store::dir),
     ) else {
-        return Ok(silent);
+        return Ok(Done::silent());
     };
     let message = crate::redact::mask(&undone.message());
     if let Some(store) = &store {
-        let line = serde_json::json!({
-            "ts": crate::clock::rfc3339(crate::clock::now_ms()),
-            "session": clip(&payload.session_id, 128),
-            "event": "ConfigChange",
-            "detector": "guard",
-            "decision": "deny",
-            "enforced": true,
-            "severity": "high",
-            "reason": message,
-            "evidence": {"file_path": clip(changed, 256)},
-        });
+        let line = settings_event_line(
+            payload,
+            ("ConfigChange", "deny", true),
+            &message,
+            serde_json::json!({"file_path": clip(changed, 256)}),
+        );
         let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
     }
     Ok(Done {
@@ -820,5 +800,26 @@ fn config_change(
         ),
         problems: Vec::new(),
         exit: Exit::Ok,
+    })
+}
+
+/// The event-log line of a guard decision on a settings or watched file (ConfigChange,
+/// FileChanged): `(event, decision, enforced)`, the reason shown, and what changed.
+fn settings_event_line(
+    payload: &Payload,
+    (event, decision, enforced): (&str, &str, bool),
+    reason: &str,
+    evidence: serde_json::Value,
+) -> serde_json::Value {
+    serde_json::json!({
+        "ts": crate::clock::rfc3339(crate::clock::now_ms()),
+        "session": clip(&payload.session_id, 128),
+        "event": event,
+        "detector": "guard",
+        "decision": decision,
+        "enforced": enforced,
+        "severity": "high",
+        "reason": reason,
+        "evidence": evidence,
     })
 }
