@@ -113,8 +113,8 @@ impl<'de> serde::Deserialize<'de> for Digest16 {
 /// A shell command's `description` is the model's commentary, not the call: the same command
 /// with a reworded description is the same call.
 ///
-/// A question asked again with only a fresh temp name, a timestamp, a UUID or a shell comment
-/// changed is the same question ([`crate::noise::mask_input`]); not in what a Write or an Edit
+/// A question asked again with only a fresh temp name, a timestamp, a UUID, a shell comment or a
+/// literal `echo` label changed is the same question ([`crate::noise::mask_input`]); not in what a Write or an Edit
 /// puts in a file, which is judged by the state it leaves.
 pub fn call_key(tool: &str, input: &Value) -> Digest16 {
     let mut h = HashWriter(Sha256::new());
@@ -129,7 +129,7 @@ pub fn call_key(tool: &str, input: &Value) -> Digest16 {
             let mut m = m.clone();
             m.remove("description");
             if let Some(Value::String(cmd)) = m.get_mut("command") {
-                if let Some(bare) = crate::noise::without_shell_comments(cmd) {
+                if let Some((bare, _)) = crate::noise::bare_command(cmd) {
                     *cmd = bare;
                 }
             }

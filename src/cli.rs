@@ -96,6 +96,8 @@ pub enum Command {
     FileChanged,
     /// Hook: UserPromptSubmit (starts a new turn)
     UserPromptSubmit,
+    /// Hook: PermissionRequest (Copilot CLI: ends a turn past the loop ceiling)
+    PermissionRequest,
     /// See loopgate work: a short loop played through the real hook, in a throw-away directory
     #[command(after_help = "Example:\n  loopgate demo")]
     Demo,
@@ -309,6 +311,7 @@ impl Command {
             Command::ConfigChange => Event::ConfigChange,
             Command::FileChanged => Event::FileChanged,
             Command::UserPromptSubmit => Event::UserPromptSubmit,
+            Command::PermissionRequest => Event::PermissionRequest,
             _ => return None,
         })
     }
@@ -326,6 +329,7 @@ impl Command {
             Command::ConfigChange => "config-change",
             Command::FileChanged => "file-changed",
             Command::UserPromptSubmit => "user-prompt-submit",
+            Command::PermissionRequest => "permission-request",
             Command::Status { .. } => "status",
             Command::Reset { .. } => "reset",
             Command::Report { .. } => "report",

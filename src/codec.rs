@@ -11,14 +11,17 @@
 //! `magic "LGST"` · `format u16` · `reserved u16 = 0` · `generation u64` · `body length u32` ·
 //! `crc32 u32` over the first 20 header bytes and the body.
 
-use crate::state::{Ceiling, SessionState};
+use crate::state::{Ceiling, PermissionGate, SessionState};
 
 pub const MAGIC: [u8; 4] = *b"LGST";
 /// Bumped whenever the body's layout changes incompatibly; files of a format this binary does
-/// not read are quarantined. 3 adds the session's [`Ceiling`] as the state's last field; 2 writes
-/// the ledger's entries as one block ([`crate::ledger_block`]); 1, the same state with entries
-/// field by field. 1 and 2 are still read, their missing ceiling taken as its default.
-pub const FORMAT: u16 = 3;
+/// not read are quarantined. 4 adds the ceiling's [`PermissionGate`] as its last field; 3 adds
+/// the session's [`Ceiling`] as the state's last field; 2 writes the ledger's entries as one block
+/// ([`crate::ledger_block`]); 1, the same state with entries field by field. 1, 2 and 3 are
+/// still read, what they lack taken as its default.
+pub const FORMAT: u16 = 4;
+/// The first format with a ceiling, still read.
+const FORMAT_NO_PERMISSION: u16 = 3;
 /// The first format with entries as one block, still read.
 const FORMAT_NO_CEILING: u16 = 2;
 /// The first format, still read.
@@ -80,7 +83,10 @@ pub fn peek_header(bytes: &[u8]) -> Result<(u64, usize), Bad> {
         return Err(Bad::NotOurs);
     }
     let format = u16::from_le_bytes([bytes[4], bytes[5]]);
-    if !matches!(format, FORMAT | FORMAT_NO_CEILING | FORMAT_ENTRIES_BY_FIELD) {
+    if !matches!(
+        format,
+        FORMAT | FORMAT_NO_PERMISSION | FORMAT_NO_CEILING | FORMAT_ENTRIES_BY_FIELD
+    ) {
         return Err(Bad::Format(format));
     }
     let generation = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
@@ -102,14 +108,19 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
     }
     let _by_field = (bytes[4..6] == FORMAT_ENTRIES_BY_FIELD.to_le_bytes())
         .then(crate::ledger_block::LegacyEntries::new);
-    let state = if bytes[4..6] == FORMAT.to_le_bytes() {
+    let format = u16::from_le_bytes([bytes[4], bytes[5]]);
+    let state = if format == FORMAT {
         postcard::from_bytes(body)
     } else {
-        // The ceiling is the last field, so an older body followed by its default's encoding
-        // is the same state with an empty ceiling.
+        // What each older format lacks is last, so an older body followed by its default's
+        // encoding is the same state with that part empty.
+        let tail = if format == FORMAT_NO_PERMISSION {
+            postcard::to_extend(&PermissionGate::default(), Vec::new())
+        } else {
+            postcard::to_extend(&Ceiling::default(), Vec::new())
+        }
+        .map_err(|e| Bad::Body(e.to_string()))?;
         let mut whole = body.to_vec();
-        let tail = postcard::to_extend(&Ceiling::default(), Vec::new())
-            .map_err(|e| Bad::Body(e.to_string()))?;
         whole.extend(tail);
         postcard::from_bytes(&whole)
     }
@@ -174,6 +185,8 @@ mod tests {
         s.turn.last_intervention_batch = Some(2);
         s.ceiling.refusals = 4;
         s.ceiling.ended_turns = 1;
+        s.ceiling.permission.seen = true;
+        s.ceiling.permission.passed = Some(Digest16::of(b"p"));
         s.ceiling.script_calls.push_back((Digest16::of(b"k"), 7));
         s.breaker.state = BreakerState::HalfOpen;
         s.breaker.history.push_back(Transition {
@@ -247,29 +260,56 @@ mod tests {
         assert_eq!(decode(&next).err(), Some(Bad::Format(FORMAT + 1)));
     }
 
-    /// A format-2 state (written before the ceiling existed) is its body without the last field.
-    #[test]
-    fn a_format_two_state_without_the_ceiling_is_still_read() {
-        let mut s = full_state();
-        s.ceiling = Ceiling::default();
-        let mut old = encode_as(&s, 9, FORMAT_NO_CEILING).unwrap();
-        let tail = postcard::to_allocvec(&Ceiling::default()).unwrap().len();
+    /// `s` as an older `format` wrote it: its encoding without the last `tail` bytes.
+    fn older(s: &SessionState, format: u16, tail: usize) -> Vec<u8> {
+        let mut old = encode_as(s, 9, format).unwrap();
         old.truncate(old.len() - tail);
         let len = (old.len() - HEADER) as u32;
         old[16..20].copy_from_slice(&len.to_le_bytes());
         let crc = checksum(&old[..20], &old[HEADER..]);
         old[20..24].copy_from_slice(&crc.to_le_bytes());
+        old
+    }
+
+    /// A format-2 state (written before the ceiling existed) is its body without the last field.
+    #[test]
+    fn a_format_two_state_without_the_ceiling_is_still_read() {
+        let mut s = full_state();
+        s.ceiling = Ceiling::default();
+        let tail = postcard::to_allocvec(&Ceiling::default()).unwrap().len();
+        let mut old = older(&s, FORMAT_NO_CEILING, tail);
         let (g, back) = decode(&old).unwrap();
         assert_eq!(g, 9);
         assert!(
             same(&s, &back),
             "a format-2 state decodes to the same state"
         );
-        // The same bytes labelled as format 3 lack a field: an error, never a misread state.
+        // The same bytes labelled as the current format lack a field: an error, never a misread
+        // state.
         old[4..6].copy_from_slice(&FORMAT.to_le_bytes());
         let crc = checksum(&old[..20], &old[HEADER..]);
         old[20..24].copy_from_slice(&crc.to_le_bytes());
         assert!(decode(&old).is_err());
+    }
+
+    /// A format-3 state (written before Copilot's permission hook was used) keeps its ceiling,
+    /// and knows nothing of the hook: no call is let past the ceiling on its word.
+    #[test]
+    fn a_format_three_state_keeps_its_ceiling_without_the_permission_gate() {
+        let mut s = full_state();
+        s.ceiling.permission = PermissionGate::default();
+        assert_eq!(s.ceiling.ended_turns, 1);
+        let tail = postcard::to_allocvec(&PermissionGate::default())
+            .unwrap()
+            .len();
+        let old = older(&s, FORMAT_NO_PERMISSION, tail);
+        let (_, back) = decode(&old).unwrap();
+        assert!(
+            same(&s, &back),
+            "a format-3 state decodes to the same state"
+        );
+        assert_eq!(back.ceiling.ended_turns, 1);
+        assert!(!back.ceiling.permission.seen);
     }
 
     #[test]

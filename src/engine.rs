@@ -95,6 +95,12 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
             follow_turn(state, p, ctx, false);
             stop(state, p, ctx)
         }
+        Event::PermissionRequest => {
+            let turn = state.turn.number;
+            ceiling::on_permission(&mut state.ceiling, turn, &state.session)
+                .into_iter()
+                .collect()
+        }
         Event::SubagentStop => {
             // The subagent is done: its loop state has nothing left to protect. Without an id
             // it names no subagent, and the main agent is never the one that stopped.
@@ -112,6 +118,9 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
         let refused = strongest(&verdicts)
             .filter(|v| is_intervention(event, v))
             .cloned();
+        let guarded = verdicts
+            .iter()
+            .any(|v| v.detector == guard::NAME && v.action >= Action::Deny);
         let at = ceiling::At {
             turn: state.turn.number,
             event,
@@ -119,6 +128,9 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
             caps: ctx.caps,
             now_ms: ctx.now_ms,
             session: &state.session,
+            tool: p.tool(),
+            call: subject,
+            guarded,
         };
         verdicts.extend(ceiling::on_tool_event(
             &mut state.ceiling,
@@ -298,7 +310,7 @@ fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict>
             ctx.now_ms,
             &ctx.config.breaker,
         ) {
-            if ctx.attended != Some(true) {
+            if crate::verdict::refuses_prompt(ctx.attended) {
                 v.reason = v.reason.replacen(
                     "so tool calls are paused. Tell the user what you tried and what blocks you.",
                     "so this prompt was not sent to the model (it would have cost a turn and changed nothing).",
@@ -314,7 +326,7 @@ fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict>
             ));
         }
     }
-    // Past the session's ceiling an unattended prompt is refused; a person is told instead.
+    // Past the session's ceiling a prompt is refused; a person known to attend is told instead.
     let told = ceiling::on_prompt(&state.ceiling, ctx.attended, &state.session);
     if let Some(v) = told.as_ref().filter(|v| v.action >= Action::Deny) {
         return vec![v.clone()];
@@ -705,9 +717,16 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     let now = ctx.now_ms;
     let class = ToolClass::of(f.tool);
     let answered = f.status.answered();
+    // What a shell command's literal echoes printed is the model's label, not the answer.
+    let echoed = match (f.tool, f.input.get("command")) {
+        ("Bash", Some(Value::String(cmd))) => crate::noise::bare_command(cmd)
+            .map(|(_, e)| e)
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
     let mut result = match f.status {
-        Status::Ok => outcome::of_success(f.tool, f.response),
-        _ if answered => outcome::of_failure(f.error),
+        Status::Ok => outcome::of_success_echoing(f.tool, f.response, &echoed),
+        _ if answered => outcome::of_failure_echoing(f.error, &echoed),
         _ => outcome::Outcome {
             digest: None,
             shape: None,

@@ -412,6 +412,134 @@ pub fn without_shell_comments(cmd: &str) -> Option<String> {
     Some(out.trim().to_string())
 }
 
+/// A shell command's literal `echo`s to the terminal (`echo "Attempt 3: retry"; pytest`): the
+/// model labelling its own output, like a comment, which changes nothing the command does.
+/// Returns the command without them and the lines they print, so that the same command labelled
+/// afresh is the same call with the same answer. Only a whole `;`, `&&` or newline separated part
+/// that is `echo` and plain words counts: a pipe, a redirect, an expansion, a flag or a glob
+/// keeps it (it feeds or changes something). `None` when there is none, or nothing else.
+pub fn without_literal_echoes(cmd: &str) -> Option<(String, Vec<String>)> {
+    if !cmd.contains("echo") || cmd.contains("<<") {
+        return None;
+    }
+    let b = cmd.as_bytes();
+    // (separator before, part) at the top level.
+    let mut parts: Vec<(&str, &str)> = Vec::new();
+    let (mut quote, mut i, mut start, mut sep) = (None::<u8>, 0, 0, "");
+    while i < b.len() {
+        let c = b[i];
+        let cut = match (quote, c) {
+            (Some(q), _) if c == q => {
+                quote = None;
+                0
+            }
+            (Some(b'"') | None, b'\\') => {
+                i += 2;
+                continue;
+            }
+            (Some(_), _) => 0,
+            (None, b'\'' | b'"') => {
+                quote = Some(c);
+                0
+            }
+            (None, b';' | b'\n') => 1,
+            (None, b'&') if b.get(i + 1) == Some(&b'&') => 2,
+            _ => 0,
+        };
+        if cut > 0 {
+            parts.push((sep, &cmd[start..i]));
+            sep = &cmd[i..i + cut];
+            i += cut;
+            start = i;
+            continue;
+        }
+        i += 1;
+    }
+    if quote.is_some() {
+        return None;
+    }
+    parts.push((sep, &cmd[start..]));
+    let mut kept = String::with_capacity(cmd.len());
+    let mut echoed = Vec::new();
+    for (sep, part) in parts {
+        match literal_echo(part.trim()) {
+            Some(text) if text.trim().is_empty() => {}
+            Some(text) => echoed.push(text.trim().to_string()),
+            None if part.trim().is_empty() => {}
+            None => {
+                if !kept.is_empty() {
+                    kept.push_str(sep);
+                }
+                kept.push_str(part.trim());
+            }
+        }
+    }
+    (!echoed.is_empty() && !kept.is_empty()).then_some((kept, echoed))
+}
+
+/// What `echo word 'two words' "more"` prints, when every word is plain text (no expansion,
+/// redirect, glob or flag).
+fn literal_echo(part: &str) -> Option<String> {
+    let rest = part.strip_prefix("echo")?;
+    if !rest.starts_with([' ', '\t']) {
+        return None;
+    }
+    let rest = rest.trim();
+    if rest.starts_with('-') || rest.contains(|c| "$`\\><|&(){}[]*?~!".contains(c)) {
+        return None;
+    }
+    let mut out = String::with_capacity(rest.len());
+    let (mut quote, mut gap) = (None, false);
+    for c in rest.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => out.push(c),
+            (None, c) if c.is_whitespace() => gap = true,
+            (None, c) => {
+                if gap && !out.is_empty() {
+                    out.push(' ');
+                }
+                gap = false;
+                if matches!(c, '\'' | '"') {
+                    quote = Some(c);
+                } else {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The shell command as its call key reads it: without comments and literal echoes, and the
+/// lines those echoes print (see [`without_literal_echoes`]). `None`: the command as it is.
+pub fn bare_command(cmd: &str) -> Option<(String, Vec<String>)> {
+    let uncommented = without_shell_comments(cmd);
+    let cmd_now = uncommented.as_deref().unwrap_or(cmd);
+    match without_literal_echoes(cmd_now) {
+        Some(found) => Some(found),
+        None => uncommented.map(|c| (c, Vec::new())),
+    }
+}
+
+/// `text` without the lines that are only one of `echoed` (what a command's literal echoes
+/// printed); `None` when no line is.
+pub fn without_lines(text: &str, echoed: &[String]) -> Option<String> {
+    if echoed.is_empty() {
+        return None;
+    }
+    let mut dropped = false;
+    let kept: Vec<&str> = text
+        .split('\n')
+        .filter(|l| {
+            let gone = echoed.iter().any(|e| e == l.trim());
+            dropped |= gone;
+            !gone
+        })
+        .collect();
+    dropped.then(|| kept.join("\n"))
+}
+
 /// [`mask`] and then every remaining number and id masked too: a hex-looking word with a digit,
 /// and every digit run, become `#`. Two outputs with the same shape say the same up to numbers.
 pub fn shape(masked: &str) -> String {
@@ -449,6 +577,48 @@ pub fn shape(masked: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn literal_echoes_are_labels_and_anything_else_is_the_command() {
+        use super::{bare_command, without_lines, without_literal_echoes as strip};
+        let (cmd, echoed) = strip("echo \"Attempt 3: retry\"; pytest tests -x").unwrap();
+        assert_eq!(cmd, "pytest tests -x");
+        assert_eq!(echoed, ["Attempt 3: retry"]);
+        assert_eq!(
+            strip("echo '== a  b ==' && make && echo done").unwrap(),
+            (
+                "make".to_string(),
+                vec!["== a  b ==".to_string(), "done".to_string()]
+            )
+        );
+        // Still the command: an echo that feeds, writes, expands, globs or takes a flag, an
+        // echo alone, and echo inside another command.
+        for kept in [
+            "echo y | apt install x",
+            "echo 1 > .attempt; ./retry.sh",
+            "echo $HOME; ls",
+            "echo *.rs; ls",
+            "echo -n x; ls",
+            "echo hello",
+            "grep echo src/main.rs",
+            "echo a || make",
+            "cat <<EOF\necho x\nEOF",
+        ] {
+            assert_eq!(strip(kept), None, "{kept}");
+        }
+        assert_eq!(
+            bare_command("echo try 2 # again\nnpm test").unwrap().0,
+            "npm test"
+        );
+        assert_eq!(
+            without_lines(
+                "Exit code 1\nAttempt 3: retry\nFAILED x",
+                &["Attempt 3: retry".into()]
+            ),
+            Some("Exit code 1\nFAILED x".into())
+        );
+        assert_eq!(without_lines("FAILED x", &["Attempt".into()]), None);
+    }
+
     #[test]
     fn a_call_input_is_masked_only_where_a_run_makes_it_fresh() {
         use super::mask_input;

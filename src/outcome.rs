@@ -40,7 +40,29 @@ impl Outcome {
 
 /// Outcome of a call that ran successfully (PostToolUse).
 pub fn of_success(tool: &str, response: Option<&Value>) -> Outcome {
-    let text = match (tool, response) {
+    of_success_echoing(tool, response, &[])
+}
+
+/// [`of_success`] of a shell command whose literal echoes printed `echoed`: those lines are the
+/// model's own labels, not the answer (`noise::without_literal_echoes`).
+pub fn of_success_echoing(tool: &str, response: Option<&Value>, echoed: &[String]) -> Outcome {
+    let text = success_text(tool, response);
+    match crate::noise::without_lines(&text, echoed) {
+        Some(answer) => build(&answer, false),
+        None => build(&text, false),
+    }
+}
+
+/// [`of_failure`] of a shell command whose literal echoes printed `echoed`.
+pub fn of_failure_echoing(error: &str, echoed: &[String]) -> Outcome {
+    match crate::noise::without_lines(error, echoed) {
+        Some(answer) => build(&answer, true),
+        None => build(error, true),
+    }
+}
+
+fn success_text(tool: &str, response: Option<&Value>) -> String {
+    match (tool, response) {
         (_, None) => String::new(),
         ("Bash", Some(r)) => bash_text(r),
         ("Read", Some(r)) => r
@@ -67,8 +89,7 @@ pub fn of_success(tool: &str, response: Option<&Value>) -> Outcome {
         ("Edit" | "MultiEdit" | "Write" | "NotebookEdit", Some(_)) => "ok".to_string(),
         (_, Some(Value::String(s))) => s.clone(),
         (_, Some(r)) => canonical_text(&strip_volatile(r)),
-    };
-    build(&text, false)
+    }
 }
 
 /// Search results by what was found: no match is an empty (trivial) answer, and the duration

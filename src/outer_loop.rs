@@ -4,8 +4,8 @@
 //! answers, the state of the work they ended in, git's HEAD), written at a Stop and read only at
 //! a session's first prompt, never on a tool call. When the record's latest sessions are
 //! [`IDENTICAL`] identical sessions of this very prompt that made no progress, with HEAD where it
-//! was, the next one is refused at its first prompt (unattended) or the person is told
-//! (attended). Any new state clears it: a session with progress, a new commit, another prompt.
+//! was, the next one is refused at its first prompt, or the person is told where a person is
+//! known to attend (`verdict::refuses_prompt`). Any new state clears it: a session with progress, a new commit, another prompt.
 
 use crate::canon::{hex16, Digest16};
 #[cfg(test)]
@@ -75,7 +75,7 @@ pub fn note(path: &Path, sig: SessionSig) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// At a session's first prompt: refused (unattended) or told (attended) when the latest
+/// At a session's first prompt: refused (or, a person known to attend, told) when the latest
 /// sessions of the project were [`IDENTICAL`] identical ones of this prompt without progress.
 pub fn check(
     rec: &Record,
@@ -97,12 +97,12 @@ pub fn check(
     if n < IDENTICAL {
         return None;
     }
-    let unattended = attended == Some(false);
+    let refused = crate::verdict::refuses_prompt(attended);
     let way_out = format!(
         "Change the prompt or the project (a commit counts), or remove {} to let it run again.",
         record_path.display()
     );
-    let reason = if unattended {
+    let reason = if refused {
         format!(
             "loopgate: the last {n} sessions of this project ran this same prompt, made the same \
              calls with the same answers and ended with nothing changed, so this session's first \
@@ -116,7 +116,7 @@ pub fn check(
         )
     };
     Some(
-        Verdict::on_prompt(NAME, unattended, reason)
+        Verdict::on_prompt(NAME, attended, reason)
             .loop_warning()
             .with("identical_sessions", n as u64),
     )

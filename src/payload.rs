@@ -23,6 +23,9 @@ pub enum Event {
     /// A path SessionStart asked Claude Code to watch (the hooks' binary, loopgate's config)
     /// changed: noted for the person (see `wiring::file_changed`); it cannot block.
     FileChanged,
+    /// A call about to ask for permission (Copilot CLI's `permissionRequest`): the one answer
+    /// that ends a Copilot run mid-turn, so a turn past the loop ceiling ends there.
+    PermissionRequest,
 }
 
 impl Event {
@@ -38,6 +41,7 @@ impl Event {
             "UserPromptSubmit" => Event::UserPromptSubmit,
             "ConfigChange" => Event::ConfigChange,
             "FileChanged" => Event::FileChanged,
+            "PermissionRequest" | "permissionRequest" => Event::PermissionRequest,
             _ => return None,
         })
     }
@@ -54,6 +58,7 @@ impl Event {
             Event::UserPromptSubmit => "UserPromptSubmit",
             Event::ConfigChange => "ConfigChange",
             Event::FileChanged => "FileChanged",
+            Event::PermissionRequest => "PermissionRequest",
         }
     }
 

@@ -79,6 +79,8 @@ pub fn answer(event: Event, v: &Verdict) -> Option<String> {
         (Event::SessionStart, _) => return None,
         // Answered by `hook::config_change` itself.
         (Event::ConfigChange | Event::FileChanged, _) => return None,
+        // Only Copilot CLI's permission hook is wired (`dialect::output`).
+        (Event::PermissionRequest, _) => return None,
     };
     Some(out.to_string())
 }

@@ -61,6 +61,21 @@ pub struct Ceiling {
     pub script_calls: VecDeque<(Digest16, u64)>,
     /// Script steps of the turn, `(turn, signature of its calls and results)`.
     pub script_steps: VecDeque<(u32, Digest16)>,
+    /// Copilot CLI's permission hook, the one channel that ends its run mid-turn. Must stay the
+    /// last field: format 3 states are read by appending its default (`codec`).
+    pub permission: PermissionGate,
+}
+
+/// What loopgate knows of a CLI's permission hook in this session (Copilot CLI only).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PermissionGate {
+    /// The hook fired in this session: it is wired, and a shell or write call let past
+    /// PreToolUse reaches it. Until then no call past the ceiling is let through.
+    pub seen: bool,
+    /// The call let past PreToolUse so the permission hook ends the run (its call key); a result
+    /// for it with no permission call in between means the hook no longer fires.
+    pub passed: Option<Digest16>,
 }
 
 impl Ceiling {
@@ -71,6 +86,10 @@ impl Ceiling {
             self.refusals = 0;
             self.ended = false;
             self.halted = false;
+            if self.permission.passed.is_some() {
+                // The call let through to the permission hook never reached it.
+                self.permission = PermissionGate::default();
+            }
         }
     }
 }

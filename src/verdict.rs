@@ -86,15 +86,16 @@ impl Verdict {
         }
     }
 
-    /// A verdict on a prompt: refused when nobody attends the session, else the prompt goes
-    /// ahead and only the person is told (`attended` in the evidence says which).
-    pub fn on_prompt(detector: &'static str, unattended: bool, reason: String) -> Self {
-        let action = if unattended {
+    /// A verdict on a prompt past a loop bound: refused unless a person is known to attend the
+    /// session ([`refuses_prompt`]), else it goes ahead and only the person is told (`attended`
+    /// in the evidence: true, false, or null when the CLI does not say).
+    pub fn on_prompt(detector: &'static str, attended: Option<bool>, reason: String) -> Self {
+        let action = if refuses_prompt(attended) {
             Action::Deny
         } else {
             Action::Warn
         };
-        Verdict::new(detector, action, Severity::Critical, reason).with("attended", !unattended)
+        Verdict::new(detector, action, Severity::Critical, reason).with("attended", attended)
     }
 
     pub fn loop_warning(mut self) -> Self {
@@ -111,6 +112,15 @@ impl Verdict {
         self.evidence.insert(key.to_string(), value.into());
         self
     }
+}
+
+/// Whether a prompt past a loop bound (the breaker open, the session's ceiling, an outer loop's
+/// identical sessions) is refused: unless a person is known to attend. Only Claude Code says
+/// (`CLAUDE_CODE_SESSION_ATTENDED`); elsewhere a headless run of an outer loop and a person at
+/// the keyboard look alike, and the loop left to go round is what costs, while a person whose
+/// prompt is refused is told the way out.
+pub fn refuses_prompt(attended: Option<bool>) -> bool {
+    attended != Some(true)
 }
 
 /// The verdict that decides the answer: strongest action, then highest severity; the first

@@ -276,9 +276,9 @@ pub fn session_notice(agent: Agent, project: Option<&Path>) -> Option<String> {
         return None;
     }
     Some(format!(
-        "{}'s hook files were changed and loopgate's wiring is no longer whole: {}. Loopgate may \
-         not see every call; `loopgate doctor` shows the wiring and `loopgate setup --agent {}` \
-         puts it back",
+        "loopgate's wiring in {}'s hook files is not whole (changed since setup, or set up by an \
+         older loopgate): {}. Loopgate may not see every call; `loopgate doctor` shows the \
+         wiring and `loopgate setup --agent {}` puts it back",
         agent.title(),
         problems.join("; "),
         agent.name()

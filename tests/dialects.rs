@@ -30,6 +30,7 @@ fn subcommand(cli: &str, event: &str) -> Option<&'static str> {
         (_, "Stop" | "AfterAgent" | "agentStop") => "stop",
         (_, "SubagentStop" | "subagentStop") => "subagent-stop",
         (_, "UserPromptSubmit" | "BeforeAgent" | "userPromptSubmitted") => "user-prompt-submit",
+        ("copilot", "permissionRequest") => "permission-request",
         _ => return None,
     })
 }
@@ -490,4 +491,81 @@ fn qwens_hook_before_each_model_request_is_silent_below_the_ceiling() {
         before_request.to_string().as_bytes(),
     );
     assert!(out.is_silent_allow(), "{} {}", out.stdout, out.stderr);
+}
+
+/// Copilot's strongest channel: once its permissionRequest hook has been seen firing, the call
+/// that reaches the ceiling is let past preToolUse (no answer), and the permission hook refuses
+/// it with `interrupt: true`, which ends the run (observed). The answer is exactly the shape
+/// Copilot reads; a call whose result comes without a permission call in between shows the hook
+/// stopped firing, and from then on calls are refused again.
+#[test]
+fn copilots_permission_hook_ends_the_turn_at_the_ceiling() {
+    let env = Env::new();
+    let (pre, post, post_sub) = failing_shell("copilot");
+    let permission: Value = serde_json::from_slice(
+        &std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/agents/copilot/1.0.102/basic-07-permissionRequest-bash.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let (pre, post, permission) = (pre.to_string(), post.to_string(), permission.to_string());
+    let mut refused = 0;
+    let mut let_through = None;
+    for n in 0..20 {
+        let out = feed(&env, Some("copilot"), "pre-tool-use", pre.as_bytes());
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        if denial_reason("copilot", &out).is_some() {
+            refused += 1;
+            continue;
+        }
+        if refused == 9 {
+            let_through = Some(n);
+            break;
+        }
+        // Below the ceiling the permission hook says nothing: Copilot's own rules go on.
+        let asked = feed(
+            &env,
+            Some("copilot"),
+            "permission-request",
+            permission.as_bytes(),
+        );
+        assert!(asked.is_silent_allow(), "{}", asked.stdout);
+        feed(&env, Some("copilot"), post_sub, post.as_bytes());
+    }
+    assert!(
+        let_through.is_some(),
+        "the 10th refused call is let through to the permission hook ({refused} refused)"
+    );
+    let out = feed(
+        &env,
+        Some("copilot"),
+        "permission-request",
+        permission.as_bytes(),
+    );
+    let v = out.json();
+    assert_eq!(v["behavior"], "deny", "{v}");
+    assert_eq!(v["interrupt"], true, "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("loopgate ended this run: 10 calls were refused"),
+        "{v}"
+    );
+    assert_eq!(
+        v.as_object().unwrap().len(),
+        3,
+        "nothing Copilot does not read: {v}"
+    );
+
+    // The same turn again, with the hook gone: the call let through runs (its result comes with
+    // no permission call), and every later call is refused as before.
+    let out = feed(&env, Some("copilot"), "pre-tool-use", pre.as_bytes());
+    assert!(out.is_silent_allow(), "let through again: {}", out.stdout);
+    feed(&env, Some("copilot"), post_sub, post.as_bytes());
+    let out = feed(&env, Some("copilot"), "pre-tool-use", pre.as_bytes());
+    let reason = denial_reason("copilot", &out).unwrap_or_default();
+    assert!(reason.contains("this turn is over"), "{}", out.stdout);
 }

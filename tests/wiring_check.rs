@@ -8,7 +8,7 @@ use crate::common::{Env, BIN};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-const CHANGED: &str = "hook files were changed";
+const CHANGED: &str = "hook files is not whole";
 
 struct Cli {
     name: &'static str,

@@ -134,7 +134,7 @@ pub fn person_prompted(b: &mut Breaker, session: &str, now_ms: u64) -> Verdict {
          `loopgate reset --session {session}` clears the count.",
         b.no_progress_turns
     );
-    Verdict::on_prompt(NAME, false, reason)
+    Verdict::on_prompt(NAME, Some(true), reason)
         .loop_warning()
         .with("state", "HALF_OPEN")
         .with("no_progress_turns", b.no_progress_turns)

@@ -9,6 +9,7 @@
 //! Only the person's `loopgate reset` lowers the session's count; the bounds are not
 //! configurable, so a project file the agent can write cannot raise them.
 
+use crate::canon::Digest16;
 use crate::dialect::{Caps, TurnEnd};
 use crate::payload::Event;
 use crate::state::Ceiling;
@@ -23,15 +24,28 @@ pub const SESSION_BOUND: u32 = 3;
 
 /// How a CLI ends a turn ([`TurnEnd`]): at the model turn's batch event (Claude Code's
 /// PostToolBatch; Qwen's hook before the next model request), before a tool where
-/// `continue: false` halts (Gemini); every later call is refused until then, and for good where
-/// nothing ends a run (Codex, Copilot).
-fn end_action(event: Event, caps: Caps) -> Option<Action> {
-    match (event, caps.turn_end) {
+/// `continue: false` halts (Gemini), at the permission hook a call let through reaches (Copilot);
+/// every later call is refused until then, and for good where nothing ends a run (Codex).
+fn end_action(c: &Ceiling, at: &At) -> Option<Action> {
+    match (at.event, at.caps.turn_end) {
         (Event::PostToolBatch, TurnEnd::Batch | TurnEnd::NextRequest) => Some(Action::Halt),
         (Event::PreToolUse, TurnEnd::BeforeTool) => Some(Action::Halt),
+        (Event::PreToolUse, TurnEnd::Permission) if lets_through(c, at) => Some(Action::Halt),
         (Event::PreToolUse, _) => Some(Action::Deny),
         _ => None,
     }
+}
+
+/// Copilot: a call past the ceiling goes on to the permission hook, which ends the run, only
+/// where that hook is known to fire for it: seen in this session, for a shell or write call (the
+/// kinds it fires for, observed), one call at a time. A call the guard refused is never let
+/// through: it must not run even if the hook has stopped firing.
+fn lets_through(c: &Ceiling, at: &At) -> bool {
+    c.permission.seen
+        && c.permission.passed.is_none()
+        && at.call.is_some()
+        && matches!(at.tool, "Bash" | "Write" | "Edit")
+        && !at.guarded
 }
 
 /// Where a tool event happened.
@@ -44,6 +58,12 @@ pub struct At<'a> {
     pub caps: Caps,
     pub now_ms: u64,
     pub session: &'a str,
+    /// The tool, under Claude Code's name.
+    pub tool: &'a str,
+    /// The call's key (tool events).
+    pub call: Option<Digest16>,
+    /// The guard refused the call: it never runs, whatever the ceiling does.
+    pub guarded: bool,
 }
 
 /// Judges one tool event after every other verdict: counts it when `refused` (the deciding
@@ -53,17 +73,30 @@ pub fn on_tool_event(c: &mut Ceiling, at: &At, refused: Option<&Verdict>) -> Opt
         turn,
         event,
         main,
-        caps,
         now_ms,
         session,
+        ..
     } = *at;
     c.follow(turn);
+    if matches!(event, Event::PostToolUse | Event::PostToolUseFailure)
+        && c.permission.passed.is_some()
+        && c.permission.passed == at.call
+    {
+        // The call let through ran without a permission call: the hook no longer fires (unwired,
+        // or a CLI that skips it), so no call is let through again in this session.
+        c.permission = Default::default();
+    }
     if c.ended {
-        let action = end_action(event, caps)?;
+        let action = end_action(c, at)?;
         if event == Event::PostToolBatch && !main {
             return None;
         }
-        c.halted |= action == Action::Halt;
+        let let_through = action == Action::Halt && at.caps.turn_end == TurnEnd::Permission;
+        if let_through {
+            c.permission.passed = at.call;
+        } else {
+            c.halted |= action == Action::Halt;
+        }
         return Some(
             Verdict::new(NAME, action, Severity::Critical, over(c, session))
                 .loop_warning()
@@ -78,13 +111,17 @@ pub fn on_tool_event(c: &mut Ceiling, at: &At, refused: Option<&Verdict>) -> Opt
     c.ended = true;
     c.ended_turns += 1;
     c.last_ended_ms = now_ms;
-    let action = match end_action(event, caps) {
+    let action = match end_action(c, at) {
         Some(Action::Halt) if event == Event::PostToolBatch && !main => Action::Warn,
         Some(a) => a,
         // After a call ran: said now, refused from the next call, ended at the batch.
         None => Action::Warn,
     };
-    c.halted |= action == Action::Halt;
+    if action == Action::Halt && at.caps.turn_end == TurnEnd::Permission {
+        c.permission.passed = at.call;
+    } else {
+        c.halted |= action == Action::Halt;
+    }
     let latest = latest
         .reason
         .trim_start_matches("LOOP_DETECTED (loopgate): ")
@@ -132,14 +169,45 @@ fn over(c: &Ceiling, session: &str) -> String {
     )
 }
 
-/// At a new prompt: past the session bound, an unattended prompt is refused (`Deny`, nothing is
-/// sent to the model) and an attended one goes ahead with the person told (`Warn`).
+/// Copilot's permission hook, for a call PreToolUse let through (or any call, once a turn is
+/// over): the hook is seen to fire, and a turn past the ceiling ends here, the call refused with
+/// `interrupt` (`Halt`). Nothing else is said: the person's own permission rules go on.
+pub fn on_permission(c: &mut Ceiling, turn: u32, session: &str) -> Option<Verdict> {
+    c.follow(turn);
+    c.permission.seen = true;
+    c.permission.passed = None;
+    if !c.ended {
+        return None;
+    }
+    c.halted = true;
+    let reason = format!(
+        "loopgate ended this run: {} calls were refused or warned about in this turn, and \
+         refusals did not stop the loop. `loopgate status --session {session}` shows what was \
+         refused{}.",
+        c.refusals,
+        if c.ended_turns >= SESSION_BOUND {
+            format!(
+                "; this session's next unattended prompt will be refused until the user runs \
+                 `loopgate reset --session {session}`"
+            )
+        } else {
+            String::new()
+        }
+    );
+    Some(
+        Verdict::new(NAME, Action::Halt, Severity::Critical, reason)
+            .loop_warning()
+            .with("refusals_in_turn", c.refusals),
+    )
+}
+
+/// At a new prompt: past the session bound, a prompt is refused (`Deny`, nothing is sent to the
+/// model) unless a person is known to attend; theirs goes ahead with them told (`Warn`).
 pub fn on_prompt(c: &Ceiling, attended: Option<bool>, session: &str) -> Option<Verdict> {
     if c.ended_turns < SESSION_BOUND {
         return None;
     }
-    let unattended = attended == Some(false);
-    let reason = if unattended {
+    let reason = if crate::verdict::refuses_prompt(attended) {
         format!(
             "loopgate: {} turns of this session ended at the loop ceiling ({TURN_BOUND} refused \
              calls each), so this prompt was not sent to the model: another turn would loop \
@@ -156,7 +224,7 @@ pub fn on_prompt(c: &Ceiling, attended: Option<bool>, session: &str) -> Option<V
             c.ended_turns
         )
     };
-    Some(Verdict::on_prompt(NAME, unattended, reason).with("ended_turns", c.ended_turns))
+    Some(Verdict::on_prompt(NAME, attended, reason).with("ended_turns", c.ended_turns))
 }
 
 #[cfg(test)]
@@ -172,6 +240,9 @@ mod tests {
             caps: agent.caps(),
             now_ms: 0,
             session: "s",
+            tool: "Bash",
+            call: Some(Digest16::of(b"cat config/settings.yml")),
+            guarded: false,
         }
     }
 
@@ -246,7 +317,68 @@ mod tests {
     }
 
     #[test]
-    fn past_the_session_bound_unattended_prompts_are_refused_attended_ones_told() {
+    fn copilot_lets_a_shell_call_through_to_the_permission_hook_which_ends_the_run() {
+        let copilot = Agent::Copilot;
+        let past = || Ceiling {
+            refusals: TURN_BOUND - 1,
+            ..Ceiling::default()
+        };
+        // Before the permission hook was seen firing, nothing is let through: an install made
+        // before it was wired keeps refusing.
+        let mut c = past();
+        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), Some(&refused()));
+        assert_eq!(v.unwrap().action, Action::Deny);
+        assert!(c.permission.passed.is_none());
+
+        // Seen: the call that reaches the ceiling goes on to the permission hook, which refuses
+        // it with `interrupt` and the run ends.
+        let mut c = past();
+        assert!(on_permission(&mut c, 0, "s").is_none(), "below the ceiling");
+        assert!(c.permission.seen);
+        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), Some(&refused()));
+        assert_eq!(v.unwrap().action, Action::Halt);
+        assert!(c.permission.passed.is_some() && !c.halted);
+        // A second call meanwhile is refused: one call at a time is let through.
+        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), None);
+        assert_eq!(v.unwrap().action, Action::Deny);
+        let v = on_permission(&mut c, 0, "s").unwrap();
+        assert_eq!(v.action, Action::Halt);
+        assert!(c.halted && c.permission.passed.is_none());
+
+        // A read (no permission asked for it) and a call the guard refused are never let
+        // through.
+        let mut c = past();
+        c.permission.seen = true;
+        let mut read = at(0, Event::PreToolUse, copilot);
+        read.tool = "Read";
+        let v = on_tool_event(&mut c, &read, Some(&refused()));
+        assert_eq!(v.unwrap().action, Action::Deny);
+        let mut guarded = at(0, Event::PreToolUse, copilot);
+        guarded.guarded = true;
+        let v = on_tool_event(&mut c, &guarded, None);
+        assert_eq!(v.unwrap().action, Action::Deny);
+    }
+
+    #[test]
+    fn a_call_let_through_that_ran_without_the_permission_hook_stops_the_letting_through() {
+        let copilot = Agent::Copilot;
+        let mut c = Ceiling {
+            refusals: TURN_BOUND,
+            ended: true,
+            ..Ceiling::default()
+        };
+        c.permission.seen = true;
+        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), None);
+        assert_eq!(v.unwrap().action, Action::Halt);
+        // Its result comes with no permission call before it: the hook is gone.
+        on_tool_event(&mut c, &at(0, Event::PostToolUse, copilot), None);
+        assert!(!c.permission.seen);
+        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), None);
+        assert_eq!(v.unwrap().action, Action::Deny, "refused again from now on");
+    }
+
+    #[test]
+    fn past_the_session_bound_prompts_are_refused_unless_a_person_is_known_to_attend() {
         let c = Ceiling {
             ended_turns: SESSION_BOUND,
             ..Ceiling::default()
@@ -256,7 +388,11 @@ mod tests {
             Action::Deny
         );
         assert_eq!(on_prompt(&c, Some(true), "s").unwrap().action, Action::Warn);
-        assert_eq!(on_prompt(&c, None, "s").unwrap().action, Action::Warn);
+        assert_eq!(
+            on_prompt(&c, None, "s").unwrap().action,
+            Action::Deny,
+            "nobody is known to attend: refused, as the breaker does"
+        );
         let below = Ceiling {
             ended_turns: SESSION_BOUND - 1,
             ..Ceiling::default()

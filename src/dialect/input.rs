@@ -68,6 +68,12 @@ pub fn translate(agent: Agent, expected: Event, mut payload: Map<String, Value>)
             payload.insert("tool_name".into(), Value::String(tool));
             payload.insert("tool_input".into(), input);
         }
+        Event::PermissionRequest => {
+            // Copilot names a write `edit` here whatever the tool was (observed): only which
+            // kind of call asks is read, never its input.
+            let (tool, _) = canonical_tool(agent, &payload);
+            payload.insert("tool_name".into(), Value::String(tool));
+        }
         _ => {}
     }
     if agent == Agent::Codex {
@@ -97,6 +103,8 @@ fn copilot_identity(p: &mut Map<String, Value>) {
         ("parentAgentId", "parent_agent_id"),
         ("toolName", "tool_name"),
         ("toolArgs", "tool_input"),
+        // permissionRequest's name for the call's input.
+        ("toolInput", "tool_input"),
         ("toolResult", "tool_result"),
         ("stopReason", "stop_reason"),
     ] {

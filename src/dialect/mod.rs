@@ -117,8 +117,13 @@ pub enum TurnEnd {
     /// prompt) before every model request, and a block there ends the run with no request. The
     /// dialect reads that call as the model turn's batch event.
     NextRequest,
-    /// Nowhere: Codex and Copilot honour no answer that ends a run mid-turn, so every later call
-    /// of the turn is refused.
+    /// At the permission hook: Copilot CLI ignores `continue: false` everywhere, but its
+    /// permissionRequest hook's deny with `interrupt: true` ends the run at once (observed). It
+    /// fires only for a shell or write call that preToolUse let through, so once the turn is
+    /// over such a call is let through to it, where the hook was seen firing in the session.
+    Permission,
+    /// Nowhere: Codex honours no answer that ends a run mid-turn, so every later call of the
+    /// turn is refused.
     Refusals,
 }
 
@@ -132,7 +137,8 @@ impl Agent {
                 Agent::Claude => TurnEnd::Batch,
                 Agent::Gemini => TurnEnd::BeforeTool,
                 Agent::Qwen => TurnEnd::NextRequest,
-                Agent::Codex | Agent::Copilot => TurnEnd::Refusals,
+                Agent::Copilot => TurnEnd::Permission,
+                Agent::Codex => TurnEnd::Refusals,
             },
         }
     }

@@ -28,9 +28,17 @@ pub fn answer(agent: Agent, event: Event, source: Event, v: &Verdict) -> Option<
             // Gemini ends the run on `continue: false`, before the tool runs (observed).
             json!({"continue": false, "stopReason": reason, "systemMessage": human})
         }
+        // Copilot: a halt is carried out by the permission hook that fires next, which only a
+        // call preToolUse lets through reaches (`TurnEnd::Permission`).
+        (Event::PreToolUse, Action::Halt) if agent == Agent::Copilot => return None,
         (Event::PreToolUse, Action::Deny | Action::Ask | Action::Halt) => {
             deny(agent, reason, &human)
         }
+        // The call refused and the run ended at once (observed, Copilot 1.0.102).
+        (Event::PermissionRequest, Action::Halt) if agent == Agent::Copilot => {
+            json!({"behavior": "deny", "message": reason, "interrupt": true})
+        }
+        (Event::PermissionRequest, _) => return None,
         (Event::PreToolUse, Action::Warn) => context(agent, source, reason, &human),
         (_, Action::Deny | Action::Halt) if stop_like => {
             json!({"decision": "block", "reason": reason})
@@ -105,6 +113,7 @@ fn gemini_name(e: Event) -> &'static str {
         Event::SessionStart => "SessionStart",
         Event::ConfigChange => "ConfigChange",
         Event::FileChanged => "FileChanged",
+        Event::PermissionRequest => "PermissionRequest",
     }
 }
 

@@ -54,6 +54,8 @@ const COPILOT_HOOKS: &[(&str, &str, bool)] = &[
     ("agentStop", "stop", false),
     ("subagentStop", "subagent-stop", false),
     ("userPromptSubmitted", "user-prompt-submit", false),
+    // The one answer that ends a Copilot run mid-turn (`dialect::TurnEnd::Permission`).
+    ("permissionRequest", "permission-request", false),
 ];
 
 /// The hook file shape of `agent`.
@@ -516,7 +518,8 @@ mod tests {
                 "postToolUseFailure",
                 "agentStop",
                 "subagentStop",
-                "userPromptSubmitted"
+                "userPromptSubmitted",
+                "permissionRequest"
             ]
         );
         assert_eq!(

@@ -5,8 +5,10 @@
 //! - Gemini CLI: `continue: false` before the tool ends the run;
 //! - Qwen Code: the call is refused, and the block of the UserPromptSubmit it fires before the
 //!   next model request ends the run;
-//! - Codex CLI and Copilot CLI honour no answer that ends a run mid-turn: every later call is
-//!   refused with "this turn is over", and the run ends when the model gives up.
+//! - Copilot CLI: the call is let past preToolUse, and its permissionRequest hook refuses it with
+//!   `interrupt: true`, which ends the run;
+//! - Codex CLI honours no answer that ends a run mid-turn: every later call is refused with "this
+//!   turn is over", and the run ends when the model gives up.
 //!
 //! Gemini and Qwen stop a model that repeats one call 5 times in a row themselves (and Gemini any
 //! cycle of up to 5 calls repeated 5 times), which would end these runs before loopgate's ceiling
@@ -60,15 +62,23 @@ enum Channel {
 
 fn channel(cli: Cli) -> Channel {
     match cli {
-        Cli::Gemini | Cli::Qwen => Channel::EndsRun,
-        Cli::Codex | Cli::Copilot => Channel::Refusals,
+        Cli::Gemini | Cli::Qwen | Cli::Copilot => Channel::EndsRun,
+        Cli::Codex => Channel::Refusals,
     }
 }
 
 fn a_denial_storm_ends_the_turn(cli: Cli) {
+    storm_with(cli, None);
+}
+
+/// The storm, with Copilot's permission flags given (`--allow-all` when `None`).
+fn storm_with(cli: Cli, copilot_allow: Option<&'static [&'static str]>) {
     let Some(mut s) = Scenario::new(cli, "ceiling") else {
         return;
     };
+    if let Some(flags) = copilot_allow {
+        s.copilot_allow(flags);
+    }
     s.install(false);
     let run = s.run("Read the settings file.", &storm(cli));
     assert!(
@@ -114,6 +124,10 @@ fn a_denial_storm_ends_the_turn(cli: Cli) {
             );
             let (end_event, end_decision) = if cli == Cli::Gemini {
                 ("PreToolUse", "halt")
+            } else if cli == Cli::Copilot {
+                // The call is let past preToolUse, and the permission hook ends the run.
+                assert_eq!(ceiling("halt", "PreToolUse"), 1, "{}", run.summary());
+                ("PermissionRequest", "halt")
             } else {
                 // Qwen: the call is denied, then the hook before the next request blocks.
                 assert_eq!(ceiling("deny", "PreToolUse"), 1, "{}", run.summary());
@@ -155,10 +169,16 @@ fn a_denial_storm_ends_the_turn(cli: Cli) {
             );
         }
     }
-    if cli == Cli::Gemini {
-        // The person sees why the run stopped (Gemini prints a hook's stop reason).
+    // The person sees why the run stopped: Gemini prints a hook's stop reason, Copilot the
+    // permission hook's message.
+    let told = match cli {
+        Cli::Gemini => Some(CEILING),
+        Cli::Copilot => Some("loopgate ended this run: 10 calls were refused"),
+        _ => None,
+    };
+    if let Some(told) = told {
         assert!(
-            run.stderr.contains(CEILING) || run.stdout.contains(CEILING),
+            run.stderr.contains(told) || run.stdout.contains(told),
             "no message for the person\n{}",
             run.summary()
         );
@@ -183,4 +203,11 @@ fn e2e_qwen_a_denial_storm_ends_the_turn() {
 #[test]
 fn e2e_copilot_a_denial_storm_ends_the_turn() {
     a_denial_storm_ends_the_turn(Cli::Copilot);
+}
+
+/// Unattended Copilot runs are often started with `--allow-all-tools` alone, which asks no
+/// permission for tools: its permission hook still fires (observed), so the run still ends there.
+#[test]
+fn e2e_copilot_a_denial_storm_ends_the_turn_under_allow_all_tools() {
+    storm_with(Cli::Copilot, Some(&["--allow-all-tools"]));
 }

@@ -32,6 +32,8 @@ pub struct Scenario {
     /// Whether the Codex hooks were trusted by `loopgate setup` (else the run passes Codex's
     /// trust bypass flag).
     codex_trusted: bool,
+    /// Copilot's permission flags (`--allow-all` unless a test asks for less).
+    copilot_allow: &'static [&'static str],
     root: TempDir,
 }
 
@@ -74,11 +76,17 @@ impl Scenario {
             bin,
             env: Vec::new(),
             codex_trusted: false,
+            copilot_allow: &["--allow-all"],
             root,
         };
         s.init_project();
         s.write_cli_config();
         Some(s)
+    }
+
+    /// Copilot runs with these permission flags instead of `--allow-all`.
+    pub fn copilot_allow(&mut self, flags: &'static [&'static str]) {
+        self.copilot_allow = flags;
     }
 
     /// An extra variable for the CLI and, through it, for the hooks.
@@ -292,6 +300,7 @@ impl Scenario {
                     ("agentStop", "stop"),
                     ("subagentStop", "subagent-stop"),
                     ("userPromptSubmitted", "user-prompt-submit"),
+                    ("permissionRequest", "permission-request"),
                 ] {
                     hooks.insert(
                         event.into(),
@@ -406,12 +415,8 @@ impl Scenario {
                     "--no-auto-update",
                     "--disable-client-telemetry",
                 ])
-                .args([
-                    "--output-format",
-                    "json",
-                    "--allow-all",
-                    "--trust-folder",
-                ]);
+                .args(["--output-format", "json", "--trust-folder"])
+                .args(self.copilot_allow);
             }
         }
         env.extend(self.env.iter().cloned());
