@@ -419,7 +419,9 @@ pub fn without_shell_comments(cmd: &str) -> Option<String> {
 /// that is `echo` and plain words counts: a pipe, a redirect, an expansion, a flag or a glob
 /// keeps it (it feeds or changes something). `None` when there is none, or nothing else.
 pub fn without_literal_echoes(cmd: &str) -> Option<(String, Vec<String>)> {
-    if !cmd.contains("echo") || cmd.contains("<<") {
+    // An echo that is a label needs another part beside it: no separator, nothing to drop.
+    let parted = |c: &u8| matches!(c, b';' | b'\n' | b'&');
+    if !cmd.contains("echo") || !cmd.as_bytes().iter().any(parted) || cmd.contains("<<") {
         return None;
     }
     let b = cmd.as_bytes();
