@@ -717,16 +717,17 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     let now = ctx.now_ms;
     let class = ToolClass::of(f.tool);
     let answered = f.status.answered();
-    // What a shell command's literal echoes printed is the model's label, not the answer.
-    let echoed = match (f.tool, f.input.get("command")) {
-        ("Bash", Some(Value::String(cmd))) => crate::noise::bare_command(cmd)
-            .map(|(_, e)| e)
-            .unwrap_or_default(),
-        _ => Vec::new(),
+    // A shell command's answer without its echo labels, compared without its own words.
+    let command = match (f.tool, f.input.get("command")) {
+        ("Bash", Some(Value::String(cmd))) => cmd.as_str(),
+        _ => "",
     };
+    let bare = crate::noise::bare_command(command);
+    let echoed = bare.as_ref().map_or(&[][..], |(_, e)| e.as_slice());
+    let words = crate::noise::question_words(bare.as_ref().map_or(command, |(c, _)| c));
     let mut result = match f.status {
-        Status::Ok => outcome::of_success_echoing(f.tool, f.response, &echoed),
-        _ if answered => outcome::of_failure_echoing(f.error, &echoed),
+        Status::Ok => outcome::of_success_echoing(f.tool, f.response, echoed, &words),
+        _ if answered => outcome::of_failure_echoing(f.error, echoed, &words),
         _ => outcome::Outcome {
             digest: None,
             shape: None,

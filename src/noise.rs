@@ -524,6 +524,91 @@ pub fn bare_command(cmd: &str) -> Option<(String, Vec<String>)> {
     }
 }
 
+/// The words of a shell command an answer may say back (`deploy --tag alpha` → `deploy`, `tag`,
+/// `alpha`): at least 3 characters with a letter, at most 16 of them. See [`without_words`].
+pub fn question_words(cmd: &str) -> Vec<&str> {
+    let mut words: Vec<&str> = Vec::new();
+    for w in cmd.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))) {
+        let w = w.trim_matches(|c: char| matches!(c, '-' | '.' | '/'));
+        if w.len() >= 3
+            && w.len() <= 64
+            && w.chars().any(char::is_alphabetic)
+            && !words.contains(&w)
+        {
+            words.push(w);
+            if words.len() == 16 {
+                break;
+            }
+        }
+    }
+    words
+}
+
+/// `text` with each whole-word occurrence of `words` replaced by `§`: an answer that differs
+/// only where it repeats the question's own words (`tag alpha rejected`, `tag beta rejected`) is
+/// the same answer. Not on a line saying that something is not there (`ls: cannot access
+/// 'dir-2': No such file or directory`): that answer is about the word itself, and a different
+/// word asks about a different thing. `None` when no word is masked, or the text is too long to
+/// be worth it (a long answer is told apart by the rest of it).
+pub fn without_words(text: &str, words: &[&str]) -> Option<String> {
+    if words.is_empty() || text.len() > 4 << 10 {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut hit = false;
+    for line in text.split_inclusive('\n') {
+        if says_missing(line) {
+            out.push_str(line);
+        } else {
+            hit |= mask_words(line, words, &mut out);
+        }
+    }
+    hit.then_some(out)
+}
+
+/// A line saying that what was asked about does not exist.
+fn says_missing(line: &str) -> bool {
+    const MISSING: [&str; 7] = [
+        "no such file",
+        "not found",
+        "cannot access",
+        "does not exist",
+        "doesn't exist",
+        "cannot find",
+        "no match",
+    ];
+    let lower = line.to_ascii_lowercase();
+    MISSING.iter().any(|m| lower.contains(m))
+}
+
+/// Appends `line` to `out` with `words` masked; whether any was.
+fn mask_words(line: &str, words: &[&str], out: &mut String) -> bool {
+    let b = line.as_bytes();
+    let inner = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
+    let (mut i, mut copied, mut hit) = (0, 0, false);
+    while i < b.len() {
+        if i > 0 && inner(b[i - 1]) || !inner(b[i]) {
+            i += 1;
+            continue;
+        }
+        let found = words.iter().find(|w| {
+            b[i..].starts_with(w.as_bytes()) && !b.get(i + w.len()).is_some_and(|&c| inner(c))
+        });
+        match found {
+            Some(w) => {
+                out.push_str(&line[copied..i]);
+                out.push('§');
+                i += w.len();
+                copied = i;
+                hit = true;
+            }
+            None => i += 1,
+        }
+    }
+    out.push_str(&line[copied..]);
+    hit
+}
+
 /// `text` without the lines that are only one of `echoed` (what a command's literal echoes
 /// printed); `None` when no line is.
 pub fn without_lines(text: &str, echoed: &[String]) -> Option<String> {
@@ -579,6 +664,35 @@ pub fn shape(masked: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_answer_is_compared_without_the_words_it_says_back() {
+        use super::{question_words, without_words};
+        let words = question_words("node scripts/generate.js --run alpha && echo ok");
+        assert_eq!(
+            words,
+            ["node", "scripts/generate.js", "run", "alpha", "echo"]
+        );
+        let a = without_words("[run alpha] TypeError at scripts/generate.js:12", &words);
+        let b = without_words(
+            "[run bravo] TypeError at scripts/generate.js:12",
+            &question_words("node scripts/generate.js --run bravo"),
+        );
+        assert_eq!(a.as_deref(), Some("[§ §] TypeError at §:12"));
+        assert_eq!(a, b);
+        // Whole words only: a word inside another is the answer's own.
+        assert_eq!(without_words("alphabet runner", &["alpha", "run"]), None);
+        // A line saying the thing asked about is not there is about that very word.
+        let ls = question_words("ls missing-dir-2");
+        assert_eq!(
+            without_words(
+                "ls: cannot access 'missing-dir-2': No such file or directory",
+                &ls
+            ),
+            None
+        );
+        assert_eq!(without_words("no match here", &words), None);
+    }
+
     #[test]
     fn literal_echoes_are_labels_and_anything_else_is_the_command() {
         use super::{bare_command, without_lines, without_literal_echoes as strip};

@@ -40,24 +40,47 @@ impl Outcome {
 
 /// Outcome of a call that ran successfully (PostToolUse).
 pub fn of_success(tool: &str, response: Option<&Value>) -> Outcome {
-    of_success_echoing(tool, response, &[])
+    of_success_echoing(tool, response, &[], &[])
 }
 
-/// [`of_success`] of a shell command whose literal echoes printed `echoed`: those lines are the
-/// model's own labels, not the answer (`noise::without_literal_echoes`).
-pub fn of_success_echoing(tool: &str, response: Option<&Value>, echoed: &[String]) -> Outcome {
-    let text = success_text(tool, response);
-    match crate::noise::without_lines(&text, echoed) {
-        Some(answer) => build(&answer, false),
-        None => build(&text, false),
+/// [`of_success`] of a shell command: without the lines its literal echoes printed (`echoed`, the
+/// model's own labels, `noise::without_literal_echoes`), and compared without the command's own
+/// `words` where the answer says them back ([`answer`]).
+pub fn of_success_echoing(
+    tool: &str,
+    response: Option<&Value>,
+    echoed: &[String],
+    words: &[&str],
+) -> Outcome {
+    answer(&success_text(tool, response), false, echoed, words)
+}
+
+/// [`of_failure`] of a shell command, as [`of_success_echoing`].
+pub fn of_failure_echoing(error: &str, echoed: &[String], words: &[&str]) -> Outcome {
+    answer(error, true, echoed, words)
+}
+
+/// An answer that differs only where it repeats the question's own words (`--tag alpha` →
+/// `tag alpha rejected`, `--tag beta` → `tag beta rejected`) is the same answer: its digests are
+/// taken with those words masked, where what is left still says something. What the model is
+/// shown (the preview) keeps them.
+fn answer(raw: &str, failed: bool, echoed: &[String], words: &[&str]) -> Outcome {
+    let unlabelled = crate::noise::without_lines(raw, echoed);
+    let text = unlabelled.as_deref().unwrap_or(raw);
+    let norm = normalised(text);
+    let shown = build_normalised(text, &norm, failed);
+    // On the normalised text: masking first keeps a word inside a masked temp path masked.
+    let Some(plain) = crate::noise::without_words(&norm, words) else {
+        return shown;
+    };
+    if plain.trim().len() < RICH_ANSWER {
+        return shown;
     }
-}
-
-/// [`of_failure`] of a shell command whose literal echoes printed `echoed`.
-pub fn of_failure_echoing(error: &str, echoed: &[String]) -> Outcome {
-    match crate::noise::without_lines(error, echoed) {
-        Some(answer) => build(&answer, true),
-        None => build(error, true),
+    let (digest, shape, _) = digests(&plain, failed);
+    Outcome {
+        digest,
+        shape,
+        ..shown
     }
 }
 
@@ -178,35 +201,50 @@ fn canonical_text(v: &Value) -> String {
 }
 
 fn build(raw: &str, failed: bool) -> Outcome {
+    build_normalised(raw, &normalised(raw), failed)
+}
+
+/// [`build`] with `raw` already normalised.
+fn build_normalised(raw: &str, norm: &str, failed: bool) -> Outcome {
+    let error_class = failed.then(|| classify_error(raw));
+    let preview = if failed {
+        crate::payload::clip(failing_line(norm), 160)
+    } else {
+        crate::payload::clip(norm.trim(), 160)
+    };
+    let (digest, shape, rich) = digests(norm, failed);
+    Outcome {
+        digest,
+        shape,
+        rich,
+        error_class,
+        preview,
+    }
+}
+
+/// `raw` normalised, past [`NORMALISE_LIMIT`] with the rest hashed raw.
+fn normalised(raw: &str) -> String {
     let cut = floor_char_boundary(raw, NORMALISE_LIMIT);
     let mut norm = normalise(&raw[..cut]);
     if cut < raw.len() {
         norm.push_str(&text_key(&raw[cut..]));
     }
-    let trivial = is_trivial_text(&norm);
-    let error_class = failed.then(|| classify_error(raw));
-    let preview = if failed {
-        crate::payload::clip(failing_line(&norm), 160)
-    } else {
-        crate::payload::clip(norm.trim(), 160)
-    };
+    norm
+}
+
+/// The digest and shape digest of a normalised answer, and whether it is substantial.
+fn digests(norm: &str, failed: bool) -> (Option<Digest16>, Option<Digest16>, bool) {
     // Success and failure with the same text are different outcomes.
     let tag: &[u8] = if failed { b"E" } else { b"O" };
-    let (digest, shape_digest) = if trivial {
-        (None, None)
-    } else {
-        (
-            Some(Digest16::of_parts(&[tag, norm.as_bytes()])),
-            Some(Digest16::of_parts(&[tag, shape(&norm).as_bytes()])),
-        )
-    };
-    Outcome {
-        digest,
-        shape: shape_digest,
-        rich: norm.trim().len() >= RICH_ANSWER,
-        error_class,
-        preview,
+    let rich = norm.trim().len() >= RICH_ANSWER;
+    if is_trivial_text(norm) {
+        return (None, None, rich);
     }
+    (
+        Some(Digest16::of_parts(&[tag, norm.as_bytes()])),
+        Some(Digest16::of_parts(&[tag, shape(norm).as_bytes()])),
+        rich,
+    )
 }
 
 /// The line of an error output that says what failed: the first line that names an error
