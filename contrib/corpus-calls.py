@@ -16,11 +16,14 @@ TOOLS = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit")
 # A user's home as the transcripts name it (macOS or Linux), written as `$HOME`: no machine's
 # path or user name ends up in the repository, and a command still names a home directory.
 HOME = re.compile(r"/(?:Users|home)/[^/\s\"'`:;|&)]+")
+# A directory named `work` is where this project's own machines keep their checkouts: written
+# `code`, so that no path in the repository looks like one of them.
+WORK = re.compile(r"/work(?=[/\s\"'`:;|&)]|$)")
 
 
 def anonymise(v):
     if isinstance(v, str):
-        return HOME.sub("$HOME", v)
+        return WORK.sub("/code", HOME.sub("$HOME", v))
     if isinstance(v, list):
         return [anonymise(x) for x in v]
     if isinstance(v, dict):
