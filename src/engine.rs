@@ -726,8 +726,8 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     let echoed = bare.as_ref().map_or(&[][..], |(_, e)| e.as_slice());
     let words = crate::noise::question_words(bare.as_ref().map_or(command, |(c, _)| c));
     let mut result = match f.status {
-        Status::Ok => outcome::of_success_echoing(f.tool, f.response, echoed, &words),
-        _ if answered => outcome::of_failure_echoing(f.error, echoed, &words),
+        Status::Ok => outcome::of_command_success(f.tool, f.response, echoed, &words),
+        _ if answered => outcome::of_command_failure(f.error, echoed, &words),
         _ => outcome::Outcome {
             digest: None,
             shape: None,

@@ -40,13 +40,13 @@ impl Outcome {
 
 /// Outcome of a call that ran successfully (PostToolUse).
 pub fn of_success(tool: &str, response: Option<&Value>) -> Outcome {
-    of_success_echoing(tool, response, &[], &[])
+    of_command_success(tool, response, &[], &[])
 }
 
 /// [`of_success`] of a shell command: without the lines its literal echoes printed (`echoed`, the
 /// model's own labels, `noise::without_literal_echoes`), and compared without the command's own
 /// `words` where the answer says them back ([`answer`]).
-pub fn of_success_echoing(
+pub fn of_command_success(
     tool: &str,
     response: Option<&Value>,
     echoed: &[String],
@@ -55,8 +55,8 @@ pub fn of_success_echoing(
     answer(&success_text(tool, response), false, echoed, words)
 }
 
-/// [`of_failure`] of a shell command, as [`of_success_echoing`].
-pub fn of_failure_echoing(error: &str, echoed: &[String], words: &[&str]) -> Outcome {
+/// [`of_failure`] of a shell command, as [`of_command_success`].
+pub fn of_command_failure(error: &str, echoed: &[String], words: &[&str]) -> Outcome {
     answer(error, true, echoed, words)
 }
 

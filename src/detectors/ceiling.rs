@@ -91,12 +91,7 @@ pub fn on_tool_event(c: &mut Ceiling, at: &At, refused: Option<&Verdict>) -> Opt
         if event == Event::PostToolBatch && !main {
             return None;
         }
-        let let_through = action == Action::Halt && at.caps.turn_end == TurnEnd::Permission;
-        if let_through {
-            c.permission.passed = at.call;
-        } else {
-            c.halted |= action == Action::Halt;
-        }
+        deliver(c, at, action);
         return Some(
             Verdict::new(NAME, action, Severity::Critical, over(c, session))
                 .loop_warning()
@@ -117,11 +112,7 @@ pub fn on_tool_event(c: &mut Ceiling, at: &At, refused: Option<&Verdict>) -> Opt
         // After a call ran: said now, refused from the next call, ended at the batch.
         None => Action::Warn,
     };
-    if action == Action::Halt && at.caps.turn_end == TurnEnd::Permission {
-        c.permission.passed = at.call;
-    } else {
-        c.halted |= action == Action::Halt;
-    }
+    deliver(c, at, action);
     let latest = latest
         .reason
         .trim_start_matches("LOOP_DETECTED (loopgate): ")
@@ -146,6 +137,19 @@ pub fn on_tool_event(c: &mut Ceiling, at: &At, refused: Option<&Verdict>) -> Opt
         .with("refusals_in_turn", c.refusals)
         .with("ended_turns", c.ended_turns),
     )
+}
+
+/// Notes a halt: the turn's end where the CLI ends it on this answer; on Copilot the call goes
+/// on to the permission hook, which ends it ([`on_permission`]).
+fn deliver(c: &mut Ceiling, at: &At, action: Action) {
+    if action != Action::Halt {
+        return;
+    }
+    if at.caps.turn_end == TurnEnd::Permission {
+        c.permission.passed = at.call;
+    } else {
+        c.halted = true;
+    }
 }
 
 fn session_consequence(c: &Ceiling, session: &str) -> String {
@@ -185,14 +189,7 @@ pub fn on_permission(c: &mut Ceiling, turn: u32, session: &str) -> Option<Verdic
          refusals did not stop the loop. `loopgate status --session {session}` shows what was \
          refused{}.",
         c.refusals,
-        if c.ended_turns >= SESSION_BOUND {
-            format!(
-                "; this session's next unattended prompt will be refused until the user runs \
-                 `loopgate reset --session {session}`"
-            )
-        } else {
-            String::new()
-        }
+        session_consequence(c, session),
     );
     Some(
         Verdict::new(NAME, Action::Halt, Severity::Critical, reason)
