@@ -11,15 +11,17 @@
 //! `magic "LGST"` · `format u16` · `reserved u16 = 0` · `generation u64` · `body length u32` ·
 //! `crc32 u32` over the first 20 header bytes and the body.
 
-use crate::state::{Ceiling, PermissionGate, SessionState};
+use crate::state::{Ceiling, Heed, PermissionGate, SessionState};
 
 pub const MAGIC: [u8; 4] = *b"LGST";
 /// Bumped whenever the body's layout changes incompatibly; files of a format this binary does
-/// not read are quarantined. 4 adds the ceiling's [`PermissionGate`] as its last field; 3 adds
+/// not read are quarantined. 5 adds the session's [`Heed`] as the state's last field; 4 adds the ceiling's [`PermissionGate`] as its last field; 3 adds
 /// the session's [`Ceiling`] as the state's last field; 2 writes the ledger's entries as one block
-/// ([`crate::ledger_block`]); 1, the same state with entries field by field. 1, 2 and 3 are
+/// ([`crate::ledger_block`]); 1, the same state with entries field by field. 1 to 4 are
 /// still read, what they lack taken as its default.
-pub const FORMAT: u16 = 4;
+pub const FORMAT: u16 = 5;
+/// The first format with the ceiling's permission gate, still read.
+const FORMAT_NO_HEED: u16 = 4;
 /// The first format with a ceiling, still read.
 const FORMAT_NO_PERMISSION: u16 = 3;
 /// The first format with entries as one block, still read.
@@ -85,7 +87,11 @@ pub fn peek_header(bytes: &[u8]) -> Result<(u64, usize), Bad> {
     let format = u16::from_le_bytes([bytes[4], bytes[5]]);
     if !matches!(
         format,
-        FORMAT | FORMAT_NO_PERMISSION | FORMAT_NO_CEILING | FORMAT_ENTRIES_BY_FIELD
+        FORMAT
+            | FORMAT_NO_HEED
+            | FORMAT_NO_PERMISSION
+            | FORMAT_NO_CEILING
+            | FORMAT_ENTRIES_BY_FIELD
     ) {
         return Err(Bad::Format(format));
     }
@@ -114,11 +120,14 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
     } else {
         // What each older format lacks is last, so an older body followed by its default's
         // encoding is the same state with that part empty.
-        let tail = if format == FORMAT_NO_PERMISSION {
+        let tail = if format == FORMAT_NO_HEED {
+            Ok(Vec::new())
+        } else if format == FORMAT_NO_PERMISSION {
             postcard::to_extend(&PermissionGate::default(), Vec::new())
         } else {
             postcard::to_extend(&Ceiling::default(), Vec::new())
         }
+        .and_then(|t| postcard::to_extend(&Heed::default(), t))
         .map_err(|e| Bad::Body(e.to_string()))?;
         let mut whole = body.to_vec();
         whole.extend(tail);
@@ -188,6 +197,22 @@ mod tests {
         s.ceiling.permission.seen = true;
         s.ceiling.permission.passed = Some(Digest16::of(b"p"));
         s.ceiling.script_calls.push_back((Digest16::of(b"k"), 7));
+        s.heed.news("main", 42);
+        s.heed.turn = 1;
+        s.heed.standing = Some(Standing {
+            at_ms: 3,
+            epoch: 2,
+            agent: "main".into(),
+            wait: true,
+            counted: true,
+            what: "Bash `make`".into(),
+            detector: "repeat".into(),
+        });
+        s.heed.note_defied(Defied {
+            at_ms: 3,
+            what: "Bash `make`".into(),
+            detector: "repeat".into(),
+        });
         s.breaker.state = BreakerState::HalfOpen;
         s.breaker.history.push_back(Transition {
             at_ms: 1,
@@ -276,7 +301,8 @@ mod tests {
     fn a_format_two_state_without_the_ceiling_is_still_read() {
         let mut s = full_state();
         s.ceiling = Ceiling::default();
-        let tail = postcard::to_allocvec(&Ceiling::default()).unwrap().len();
+        s.heed = Heed::default();
+        let tail = postcard::to_allocvec(&Ceiling::default()).unwrap().len() + heed_len();
         let mut old = older(&s, FORMAT_NO_CEILING, tail);
         let (g, back) = decode(&old).unwrap();
         assert_eq!(g, 9);
@@ -298,10 +324,12 @@ mod tests {
     fn a_format_three_state_keeps_its_ceiling_without_the_permission_gate() {
         let mut s = full_state();
         s.ceiling.permission = PermissionGate::default();
+        s.heed = Heed::default();
         assert_eq!(s.ceiling.ended_turns, 1);
         let tail = postcard::to_allocvec(&PermissionGate::default())
             .unwrap()
-            .len();
+            .len()
+            + heed_len();
         let old = older(&s, FORMAT_NO_PERMISSION, tail);
         let (_, back) = decode(&old).unwrap();
         assert!(
@@ -310,6 +338,25 @@ mod tests {
         );
         assert_eq!(back.ceiling.ended_turns, 1);
         assert!(!back.ceiling.permission.seen);
+    }
+
+    fn heed_len() -> usize {
+        postcard::to_allocvec(&Heed::default()).unwrap().len()
+    }
+
+    /// A format-4 state (written before refusals were judged by whether the agent heeded them)
+    /// keeps everything it had, and starts with nothing standing.
+    #[test]
+    fn a_format_four_state_is_read_with_nothing_standing() {
+        let mut s = full_state();
+        s.heed = Heed::default();
+        let old = older(&s, FORMAT_NO_HEED, heed_len());
+        let (_, back) = decode(&old).unwrap();
+        assert!(
+            same(&s, &back),
+            "a format-4 state decodes to the same state"
+        );
+        assert!(back.ceiling.permission.seen && back.heed.standing.is_none());
     }
 
     #[test]

@@ -33,6 +33,42 @@ pub struct Config {
     pub breaker: BreakerCfg,
     pub guard: Guard,
     pub housekeeping: Housekeeping,
+    pub exempt: Exempt,
+}
+
+/// The person's escape hatch (issue 27): calls the loop rules never judge, such as a poller they
+/// trust. Only the user file, `--config` or the environment may set it: a project file the agent
+/// can write cannot exempt its own calls.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Exempt {
+    /// Shell commands, as glob patterns over the whole command (`*` matches anything):
+    /// `"./scripts/wait-for-worker.sh*"`.
+    pub commands: Vec<String>,
+    /// Tools, by the name `loopgate status` shows (Claude Code's name for another CLI's tool):
+    /// `"TaskOutput"`, `"mcp__worker__status"`.
+    pub tools: Vec<String>,
+}
+
+impl Exempt {
+    /// The exemption that covers this call, in the words the user file uses.
+    pub fn covering(&self, tool: &str, input: &serde_json::Value) -> Option<String> {
+        if self.tools.is_empty() && self.commands.is_empty() {
+            return None;
+        }
+        if let Some(t) = self.tools.iter().find(|t| *t == tool) {
+            return Some(format!("tools = [\"{t}\"]"));
+        }
+        if crate::ledger::ToolClass::of(tool) != crate::ledger::ToolClass::Shell {
+            return None;
+        }
+        let cmd = input.get("command").and_then(serde_json::Value::as_str)?;
+        let cmd = cmd.trim();
+        self.commands
+            .iter()
+            .find(|p| glob::Pattern::new(p).is_ok_and(|g| g.matches(cmd)))
+            .map(|p| format!("commands = [\"{p}\"]"))
+    }
 }
 
 /// Old files in the state directory, removed now and then by a hook call and by `loopgate gc`.
@@ -136,6 +172,10 @@ pub struct Repeat {
     /// for this many answers and this many minutes.
     pub waiting_answers: u32,
     pub waiting_minutes: u64,
+    /// A failing poll (a call that waits, then fails the same way) is warned about once past its
+    /// class budget and refused once the same failure has lasted this long: a service that
+    /// takes a minute or two to come up is ordinary.
+    pub failing_poll_minutes: u64,
     /// Quiet between a call's answer and its next start that counts as real waiting.
     pub waiting_gap_seconds: u64,
     /// After this long without an answer, one more identical call is let through.
@@ -153,6 +193,7 @@ impl Default for Repeat {
             read_only: 4,
             waiting_answers: 20,
             waiting_minutes: 30,
+            failing_poll_minutes: 5,
             waiting_gap_seconds: 60,
             cooldown_minutes: 10,
         }
@@ -292,6 +333,7 @@ impl Default for Config {
             breaker: BreakerCfg::default(),
             guard: Guard::default(),
             housekeeping: Housekeeping::default(),
+            exempt: Exempt::default(),
         }
     }
 }

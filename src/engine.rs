@@ -13,7 +13,9 @@ use crate::ledger::{Entry, Pending, Status, ToolClass, ABSENT};
 use crate::outcome::{self, ErrorClass, Interruption};
 use crate::payload::{BatchCall, Event, Payload};
 use crate::redact;
-use crate::state::{DecisionNote, SessionState, Turn, TurnSig, MAIN_AGENT, MAX_TURNS};
+use crate::state::{
+    DecisionNote, Defied, SessionState, Standing, Turn, TurnSig, MAIN_AGENT, MAX_TURNS,
+};
 use crate::verdict::{strongest, Action, Severity, Verdict};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -110,11 +112,24 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
             Vec::new()
         }
     };
+    // The person's exemption: the loop rules never judge this call (the guard and a paused
+    // session still do).
+    if matches!(
+        event,
+        Event::PreToolUse | Event::PostToolUse | Event::PostToolUseFailure
+    ) {
+        let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
+        if ctx.config.exempt.covering(p.tool(), input).is_some() {
+            verdicts.retain(|v| v.detector == guard::NAME || v.detector == breaker::NAME);
+        }
+    }
+    let mut defied = 0;
     if matches!(
         event,
         Event::PreToolUse | Event::PostToolUse | Event::PostToolUseFailure | Event::PostToolBatch
     ) {
-        ladder(state, p, event, &mut verdicts, ctx);
+        defied = defiance(state, p, event, &verdicts, subject, ctx);
+        ladder(state, p, event, &mut verdicts, defied > 0, ctx);
         let refused = strongest(&verdicts)
             .filter(|v| is_intervention(event, v))
             .cloned();
@@ -136,15 +151,94 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
             &mut state.ceiling,
             &at,
             refused.as_ref(),
+            defied,
+            &state.heed,
         ));
+        if defied > 0 {
+            if let Some(v) = verdicts.iter_mut().max_by_key(|v| v.action) {
+                v.evidence
+                    .insert("defied_in_turn".into(), state.ceiling.refusals.into());
+            }
+        }
     }
     if let Some(v) = strongest(&verdicts) {
-        account(state, p, event, v, subject, ctx);
+        account(state, p, event, v, subject, defied > 0, ctx);
     }
     if event == Event::PostToolBatch && p.agent() == MAIN_AGENT {
         state.turn.batches += 1;
     }
     verdicts
+}
+
+/// Whether the call refused now is one the agent walked into (issue 27): a refusal already
+/// stood in this turn and nothing has changed since — no new state of the work, no news from
+/// any call, and, where the refused call was a wait, less than the waiting gap of real time.
+/// Returns how many refusals this adds to the ceiling's count: the standing one counts too, the
+/// first time the agent goes on regardless. A first refusal, a warning or an `ask` adds none.
+fn defiance(
+    state: &mut SessionState,
+    p: &Payload,
+    event: Event,
+    verdicts: &[Verdict],
+    subject: Option<Digest16>,
+    ctx: &Ctx,
+) -> u32 {
+    state.heed.follow(state.turn.number);
+    let refusal = strongest(verdicts).filter(|v| {
+        event == Event::PreToolUse
+            && matches!(v.action, Action::Deny | Action::Halt)
+            && v.detector != ceiling::NAME
+    });
+    let Some(v) = refusal else {
+        return 0;
+    };
+    let agent = p.agent_key();
+    let now = ctx.now_ms;
+    let epoch = state.world.epoch;
+    let news = state.heed.news_of(&agent);
+    let gap_ms = ctx.config.detectors.repeat.waiting_gap_seconds * 1000;
+    let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
+    let what = detectors::describe(p.tool(), &redact::target(p.tool(), input));
+    let wait = state.agents.get(&agent).is_some_and(|a| {
+        a.ledger
+            .entries
+            .back()
+            .is_some_and(|e| Some(e.key) == subject && e.status == Status::Denied && e.waited)
+    });
+    let mut counted = 0;
+    if let Some(s) = &state.heed.standing {
+        let unchanged = s.agent == agent
+            && s.epoch == epoch
+            && news <= s.at_ms
+            && !(s.wait && now.saturating_sub(s.at_ms) >= gap_ms);
+        if unchanged {
+            let first = (!s.counted).then(|| Defied {
+                at_ms: s.at_ms,
+                what: s.what.clone(),
+                detector: s.detector.clone(),
+            });
+            if let Some(d) = first {
+                state.heed.note_defied(d);
+                counted += 1;
+            }
+            state.heed.note_defied(Defied {
+                at_ms: now,
+                what: what.clone(),
+                detector: v.detector.to_string(),
+            });
+            counted += 1;
+        }
+    }
+    state.heed.standing = Some(Standing {
+        at_ms: now,
+        epoch,
+        agent,
+        wait,
+        counted: counted > 0,
+        what,
+        detector: v.detector.to_string(),
+    });
+    counted
 }
 
 /// Where no batch event marks a model turn's end (every CLI but Claude Code), a call made after
@@ -209,6 +303,7 @@ fn ladder(
     p: &Payload,
     event: Event,
     verdicts: &mut Vec<Verdict>,
+    defied: bool,
     ctx: &Ctx,
 ) {
     let cfg = &ctx.config.ladder;
@@ -241,7 +336,10 @@ fn ladder(
     let Some(v) = strongest(verdicts) else {
         return;
     };
-    if !is_intervention(event, v)
+    // Only a refusal the agent walked into escalates: a warning, or one misjudged refusal, never
+    // ends a turn.
+    if !defied
+        || !is_intervention(event, v)
         || state.turn.interventions < cfg.escalate_after.max(1)
         || state.turn.intervened_keys.len() < 2
     {
@@ -382,6 +480,7 @@ fn begin_turn(
 ) {
     // The user said something new: every earlier streak ends here.
     state.world.new_prompt();
+    state.heed.news(MAIN_AGENT, ctx.now_ms);
     state.turn = Turn {
         prompt_id,
         number: state.turn.number + 1,
@@ -492,27 +591,29 @@ pub fn turn_progress(state: &SessionState) -> bool {
         || (state.world.novel_states > t.start_novel && state.world.id != t.start_world)
 }
 
-/// Did real waiting come before this call: a sleep in it, a sleep since its previous answer, or
-/// minutes of quiet since then? For a failure that has not changed only real time counts: a sleep
-/// of a few seconds is no evidence that waiting helps (a server that died at start-up), and time
-/// spent on other calls is a detour, not waiting (the warning must not be forgotten after it).
+/// Did real waiting come before this call: it waits on purpose itself (`sleep 3 && curl`, a
+/// blocking read of a background task), its previous answer came from a call that waited (a poll
+/// that blocked for 30 s), a call that waited ran since then, or minutes of quiet passed. For a
+/// failure that has not changed, minutes spent on other calls are a detour, not waiting (the
+/// warning must not be forgotten after it).
 fn waited(
     ledger: &crate::ledger::Ledger,
     key: &Digest16,
-    slept_s: f64,
+    waits_itself: bool,
     now_ms: u64,
     ctx: &Ctx,
 ) -> bool {
-    let gap = ctx.config.detectors.repeat.waiting_gap_seconds;
-    let prev = ledger.last_answer_of(key);
-    let failing = prev.is_some_and(|p| p.status.failed());
-    let enough = if failing { gap as f64 } else { MIN_SLEEP_S };
-    if slept_s >= enough.max(MIN_SLEEP_S) {
+    if waits_itself {
         return true;
     }
-    let Some(prev) = prev else {
+    let gap = ctx.config.detectors.repeat.waiting_gap_seconds;
+    let Some(prev) = ledger.last_answer_of(key) else {
         return false;
     };
+    if prev.sleeps {
+        return true;
+    }
+    let failing = prev.status.failed();
     let mut since = ledger
         .entries
         .iter()
@@ -522,36 +623,6 @@ fn waited(
     let quiet = since.peek().is_none();
     let gap_passed = now_ms.saturating_sub(prev.end_ms) >= gap * 1000;
     (gap_passed && (quiet || !failing)) || since.any(|e| e.sleeps)
-}
-
-/// The shortest sleep that counts as waiting on purpose.
-const MIN_SLEEP_S: f64 = 2.0;
-
-/// How long a shell command sleeps on purpose: the longest `sleep N` in it (0 when none).
-fn slept(tool: &str, input: &Value) -> f64 {
-    if ToolClass::of(tool) != ToolClass::Shell {
-        return 0.0;
-    }
-    let cmd = input.get("command").and_then(Value::as_str).unwrap_or("");
-    let mut rest = cmd;
-    let mut longest = 0.0f64;
-    while let Some(at) = rest.find("sleep") {
-        let after = rest[at + 5..].trim_start();
-        let digits: String = after
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.')
-            .collect();
-        if let Ok(n) = digits.parse::<f64>() {
-            longest = longest.max(n);
-        }
-        rest = &rest[at + 5..];
-    }
-    longest
-}
-
-/// A shell command that waits on purpose: `sleep N` (N ≥ 2 seconds) anywhere in it.
-fn sleeps(tool: &str, input: &Value) -> bool {
-    slept(tool, input) >= MIN_SLEEP_S
 }
 
 fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, Vec<Verdict>) {
@@ -571,13 +642,20 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
     // recognised as coming back, not as something new.
     if class.changes_files() {
         if let Some(path) = file_path(input, p.cwd.as_deref()) {
-            // Knowing more of the state the turn started from is not a change of it.
+            // Knowing more of the state the turn started from is not a change of it; but a file
+            // made or written since the turn began (outside any tool loopgate saw) was not part
+            // of that state: what it holds is a change, whoever wrote it.
             let at_start = state.world.id == state.turn.start_world;
+            let since_start = state
+                .turn
+                .baseline
+                .as_deref()
+                .is_some_and(|b| crate::git::modified_since(&path, b));
             state.world.observe_before(
                 Digest16::of(path.as_os_str().as_encoded_bytes()),
                 content_digest(&path),
             );
-            if at_start {
+            if at_start && !since_start {
                 state.turn.start_world = state.world.id;
             }
         }
@@ -590,15 +668,18 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
         verdicts.extend(script::window(&mut state.ceiling, key, now, &what));
     }
     let world = &state.world;
+    let news_ms = state.heed.news_of(&p.agent_key());
     let agent = state.agents.entry(p.agent_key()).or_default();
     agent.last_seen_ms = agent.last_seen_ms.max(now);
-    let waited = waited(&agent.ledger, &key, slept(tool, input), now, ctx);
+    let waits_itself = crate::wait::declared_s(tool, input) >= crate::wait::MIN_WAIT_S;
+    let waited = waited(&agent.ledger, &key, waits_itself, now, ctx);
     {
         let view = View {
             ledger: &agent.ledger,
             world,
             now_ms: now,
             config: cfg,
+            news_ms,
         };
         let call = Call {
             tool,
@@ -644,6 +725,7 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
             novel: false,
             waited,
             sleeps: false,
+            news: false,
             start_ms: now,
             end_ms: now,
             turn: state.turn.number,
@@ -748,6 +830,10 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
                     unseen_edit(&mut ch, &state.world, f.input);
                 }
                 novel = state.world.apply(&ch);
+                // A command that wrote files tried to change the work, as an edit does.
+                if class == ToolClass::Shell && f.agent == MAIN_AGENT {
+                    state.turn.edit_attempts += 1;
+                }
                 // A file change's answer is the state it left the files in; a shell command's
                 // is its output and that state together (a silent `echo x > f` did something,
                 // and doing the same thing again is a repeat).
@@ -812,13 +898,20 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
         epoch_after: world_epoch,
         novel,
         waited,
-        sleeps: sleeps(f.tool, f.input),
+        sleeps: crate::wait::waited_on_purpose(f.tool, f.input, Some(now.saturating_sub(start_ms))),
+        news: false,
         start_ms,
         end_ms: now,
         turn,
         batch,
     };
     agent.ledger.push(entry);
+    let agent_key = crate::payload::stored_id(f.agent);
+    let at = agent.ledger.entries.len() - 1;
+    if repeat::judge_news(&agent.ledger.entries, at) {
+        agent.ledger.entries[at].news = true;
+        state.heed.news(&agent_key, now);
+    }
     let mut verdicts = Vec::new();
     {
         let view = View {
@@ -826,6 +919,7 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
             world: &state.world,
             now_ms: now,
             config: ctx.config,
+            news_ms: state.heed.news_of(&agent_key),
         };
         let latest = agent.ledger.entries.back().expect("just pushed");
         // A script's calls are judged one by one only by the repeat rule (the proxy level).
@@ -1201,6 +1295,7 @@ fn account(
     event: Event,
     v: &Verdict,
     subject: Option<Digest16>,
+    defied: bool,
     ctx: &Ctx,
 ) {
     match (event, v.action) {
@@ -1210,7 +1305,9 @@ fn account(
         (_, Action::Warn) => state.totals.warnings += 1,
         _ => state.totals.denials += 1,
     }
-    if p.agent() == MAIN_AGENT && is_intervention(event, v) {
+    // What arms the Stop gate, the ladder and the breaker's count of stuck turns is a refusal the
+    // agent walked into, or the ladder itself: never a warning, never one refusal it heeded.
+    if p.agent() == MAIN_AGENT && is_intervention(event, v) && (defied || v.detector == LADDER) {
         if v.detector == LADDER || v.action >= Action::Deny {
             state.turn.hard_interventions += 1;
         }

@@ -41,6 +41,20 @@ pub trait Worktree {
 /// judged by comparing the state the turn ended in with the one it began in, not by the walk).
 pub type Accounted = std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>;
 
+/// Whether the file at `path` was modified after the worktree stamp `stamp` was taken (a file
+/// made since then too); `false` when either cannot be read.
+pub fn modified_since(path: &Path, stamp: &str) -> bool {
+    let Some(stamp) = Stamp::decode(stamp) else {
+        return false;
+    };
+    let Ok(modified) = std::fs::metadata(path).and_then(|m| m.modified()) else {
+        return false;
+    };
+    modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .is_ok_and(|d| d.as_nanos() > stamp.at_ns)
+}
+
 pub struct Git;
 
 impl Worktree for Git {

@@ -140,6 +140,11 @@ pub struct Entry {
     /// The call itself waits on purpose (`sleep 30`).
     #[serde(default)]
     pub sleeps: bool,
+    /// The answer was news when it came: a first answer with content, or unlike the call's
+    /// previous one (judged then, against the ledger of that moment). Stored in the novel flag's
+    /// byte of the entry block; not part of the by-field format 1.
+    #[serde(skip)]
+    pub news: bool,
     pub start_ms: u64,
     pub end_ms: u64,
     pub turn: u32,

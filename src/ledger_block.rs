@@ -92,7 +92,7 @@ fn write_entry(out: &mut Vec<u8>, e: &Entry) {
     out.push(e.error_class.map_or(0, |c| code(&ERROR_CLASSES, &c) + 1));
     out.extend_from_slice(&e.epoch.to_le_bytes());
     out.extend_from_slice(&e.epoch_after.to_le_bytes());
-    out.push(u8::from(e.novel));
+    out.push(u8::from(e.novel) | u8::from(e.news) << 1);
     out.push(u8::from(e.waited));
     out.push(u8::from(e.sleeps));
     out.extend_from_slice(&e.start_ms.to_le_bytes());
@@ -146,7 +146,10 @@ fn read_entry(b: &mut &[u8]) -> Option<Entry> {
     };
     let epoch = u32::from_le_bytes(take(b)?);
     let epoch_after = u32::from_le_bytes(take(b)?);
-    let novel = flag(b)?;
+    let (novel, news) = match byte(b)? {
+        n @ 0..=3 => (n & 1 != 0, n & 2 != 0),
+        _ => return None,
+    };
     let waited = flag(b)?;
     let sleeps = flag(b)?;
     let start_ms = u64::from_le_bytes(take(b)?);
@@ -173,6 +176,7 @@ fn read_entry(b: &mut &[u8]) -> Option<Entry> {
         novel,
         waited,
         sleeps,
+        news,
         start_ms,
         end_ms,
         turn,
@@ -277,6 +281,7 @@ mod tests {
             novel: n.is_multiple_of(4),
             waited: n.is_multiple_of(5),
             sleeps: n.is_multiple_of(6),
+            news: false,
             start_ms: 1_700_000_000_000 + u64::from(n),
             end_ms: 1_700_000_000_500 + u64::from(n),
             turn: n / 10,

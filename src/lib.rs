@@ -40,6 +40,7 @@ pub mod store;
 pub mod tighten;
 pub mod usage;
 pub mod verdict;
+pub mod wait;
 pub mod wiring;
 pub mod wiring_check;
 pub mod words;

@@ -34,9 +34,100 @@ pub struct SessionState {
     pub world: World,
     /// Signatures of the latest finished turns.
     pub turns: VecDeque<TurnSig>,
-    /// The bounds nothing but the person resets. Keep it the last field: states of formats
-    /// before 3 end before it, and decode with its default (`codec`).
+    /// The bounds nothing but the person resets. States of formats before 3 end before it, and
+    /// decode with its default (`codec`).
     pub ceiling: Ceiling,
+    /// What the waiting rules and the ceiling need beyond the ledger. Keep it the last field:
+    /// states of formats before 5 end before it, and decode with its default (`codec`).
+    pub heed: Heed,
+}
+
+/// Whether the agent heeds what it was told (issue 27): when each agent last learned something
+/// new, and the refusals of the turn it walked into regardless. The ceiling counts only those:
+/// one misjudged refusal, or one call refused again while real time passes, never ends a turn.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Heed {
+    /// Per agent key: when it last had news (an answer it had not had before, a new state of
+    /// the work, a new prompt). A wait is judged by the time since, however long the ledger.
+    pub news_ms: BTreeMap<String, u64>,
+    /// The turn `standing` and `defied` belong to.
+    pub turn: u32,
+    /// The turn's latest refusal: what must change before another refusal is not defiance.
+    pub standing: Option<Standing>,
+    /// Refusals the agent walked into in that turn, oldest first: the ceiling's evidence.
+    pub defied: VecDeque<Defied>,
+}
+
+/// A refusal the agent has been told of.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Standing {
+    pub at_ms: u64,
+    /// The world's epoch then: a new state of the work clears it.
+    pub epoch: u32,
+    pub agent: String,
+    /// The refused call was a wait: real time passing is itself what changes.
+    pub wait: bool,
+    /// Already counted as defied (the first refusal counts once the agent walks into another).
+    pub counted: bool,
+    pub what: String,
+    pub detector: String,
+}
+
+/// One refusal the agent walked into.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct Defied {
+    pub at_ms: u64,
+    pub what: String,
+    pub detector: String,
+}
+
+/// Evidence kept per turn.
+pub const MAX_DEFIED: usize = 12;
+
+impl Heed {
+    /// Follows the main agent's turn: a new turn starts with nothing standing.
+    pub fn follow(&mut self, turn: u32) {
+        if self.turn != turn {
+            self.turn = turn;
+            self.standing = None;
+            self.defied.clear();
+        }
+    }
+
+    pub fn news_of(&self, agent: &str) -> u64 {
+        self.news_ms.get(agent).copied().unwrap_or(0)
+    }
+
+    /// The agent learned something new at `now_ms`.
+    pub fn news(&mut self, agent: &str, now_ms: u64) {
+        match self.news_ms.get_mut(agent) {
+            Some(t) => *t = (*t).max(now_ms),
+            None => {
+                if self.news_ms.len() >= MAX_AGENTS * 2 {
+                    let oldest = self
+                        .news_ms
+                        .iter()
+                        .filter(|(k, _)| k.as_str() != MAIN_AGENT)
+                        .min_by_key(|(_, t)| **t)
+                        .map(|(k, _)| k.clone());
+                    if let Some(k) = oldest {
+                        self.news_ms.remove(&k);
+                    }
+                }
+                self.news_ms.insert(agent.to_string(), now_ms);
+            }
+        }
+    }
+
+    pub fn note_defied(&mut self, d: Defied) {
+        if self.defied.len() >= MAX_DEFIED {
+            self.defied.pop_front();
+        }
+        self.defied.push_back(d);
+    }
 }
 
 /// Refused calls are loop evidence themselves (issue 22): past a bound in one turn the turn is
@@ -260,6 +351,7 @@ impl SessionState {
         self.agents.clear();
         // The person's reset is the one thing that lowers the ceiling.
         self.ceiling = Ceiling::default();
+        self.heed = Heed::default();
         self.world.new_prompt();
         let turn = std::mem::take(&mut self.turn);
         self.turn = Turn {

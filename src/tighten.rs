@@ -35,6 +35,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("lock_timeout_ms", Rule::UserOnly),
     ("log.*", Rule::UserOnly),
     ("housekeeping.*", Rule::UserOnly),
+    ("exempt.*", Rule::UserOnly),
     ("progress.when", Rule::Order(&["always", "unattended"])),
     ("*.enabled", Rule::OnOnly),
     ("*.rust", Rule::OnOnly),

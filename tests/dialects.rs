@@ -551,7 +551,7 @@ fn copilots_permission_hook_ends_the_turn_at_the_ceiling() {
         v["message"]
             .as_str()
             .unwrap()
-            .starts_with("loopgate ended this run: 10 calls were refused"),
+            .starts_with("loopgate ended this run: 10 refused calls in this turn were made again"),
         "{v}"
     );
     assert_eq!(

@@ -3,6 +3,7 @@ mod common;
 mod config_change;
 mod dialects;
 mod e2e;
+mod exempt;
 mod faults;
 mod first_hour;
 mod fuzz;

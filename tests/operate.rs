@@ -754,6 +754,12 @@ fn status_shows_the_ceiling_and_only_reset_lowers_it() {
         text.contains("ceiling: 10 of 10 refused calls in this turn (turn ended); 1 of 3 turns"),
         "{text}"
     );
+    // What the count is made of: the one refused call, walked into again and again.
+    assert!(
+        text.contains("walked into: Bash `cat config/settings.yml` (repeat) 10 times"),
+        "{text}"
+    );
+    assert_eq!(c["walked_into"].as_array().map(Vec::len), Some(10), "{c:#}");
 
     env.new_prompt("p-2");
     let c = ceiling(&env);

@@ -7,7 +7,8 @@
 //!   the tool_response) or PostToolUseFailure with `error`. `expect` (Pre) is `allow` (not denied,
 //!   the default), `silent`, `deny` or `warn`; `post` is `any` (default), `silent` or `warn`.
 //!   `detector` names who must have decided a deny or warn; `reason_has`, a text its answer quotes.
-//!   `times` repeats the step.
+//!   `times` repeats the step; `takes` (seconds) passes between the call's PreToolUse and its
+//!   answer.
 //!   `input` strings may contain `{n}`, replaced by the repetition number. Each call is its own
 //!   model turn, closed by a PostToolBatch as Claude Code does (`batch_expect`, `batch_detector`).
 //! - `{"edit": FILE}`: a successful Edit that changes FILE in the project to new content;
@@ -22,7 +23,10 @@
 //!   script (see [`Run::script`]).
 //! - `{"rejected_edit": FILE}`: an Edit Claude Code rejected before running (only PostToolBatch).
 //! - `{"session": ID}`: the next steps are a new session's, in the same project.
-//! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second).
+//! - `{"advance": SECONDS}`: moves the clock (every step also advances it by one second, or by
+//!   its `every`).
+//! - `{"repeat": [STEP, ...], "times": N}`: the steps played N times in order (`{n}`: the round).
+//! - `{"outside": FILE, "content": TEXT}`: FILE written in the project by no tool call at all.
 //! - `{"batch": true, "expect": E}`: the turn's PostToolBatch (`block` ends an unattended run).
 //! - `{"prompt": ID, "text": T, "expect": "block" | "allow" | "tell", "detector": D}`: a new user
 //!   prompt (`tell`: it goes ahead and only the person is told, in a `systemMessage`). `{"stop": true, "expect": "block" | "allow"}`: a Stop.
@@ -53,6 +57,17 @@ impl Run {
 
     fn step(&mut self, i: usize, step: &Value) -> Result<(), String> {
         let times = step["times"].as_u64().unwrap_or(1);
+        if let Some(seq) = step["repeat"].as_array() {
+            // A sequence of steps played `times` times (`{n}` is the round).
+            for n in 0..times {
+                for (j, sub) in seq.iter().enumerate() {
+                    self.tick(sub["every"].as_u64().unwrap_or(1));
+                    let at = format!("{} step {}.{} (round {})", self.name, i + 1, j + 1, n + 1);
+                    self.one(sub, n, &at)?;
+                }
+            }
+            return Ok(());
+        }
         for n in 0..times {
             self.tick(step["every"].as_u64().unwrap_or(1));
             let at = format!("{} step {} (repetition {})", self.name, i + 1, n + 1);
@@ -143,6 +158,15 @@ impl Run {
             self.silent_command_changed(&input, &id, file);
             return Ok(());
         }
+        if let Some(file) = step["outside"].as_str() {
+            // After the coarse file clock has passed the turn's start (a tick is at most 10 ms).
+            std::thread::sleep(std::time::Duration::from_millis(25));
+            let path = self.env.project.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| e.to_string())?;
+            std::fs::write(&path, step["content"].as_str().unwrap_or(""))
+                .map_err(|e| e.to_string())?;
+            return Ok(());
+        }
         if let Some(calls) = step["parallel"].as_array() {
             return self.parallel(calls, step, n, at);
         }
@@ -217,6 +241,10 @@ impl Run {
         let Some(id) = self.pre_unless_denied(tool, &input, step, at)? else {
             return Ok(());
         };
+        // The call itself takes this long (a blocking read of a background task).
+        if let Some(secs) = step["takes"].as_u64() {
+            self.tick(secs);
+        }
         let mut seen = String::new();
         let post = if let Some(err) = step.get("error") {
             let err = substitute(err, n);

@@ -28,19 +28,43 @@ fn blocks_a_turn_whose_edits_left_nothing_changed() {
     );
 }
 
-#[test]
-fn blocks_a_turn_in_which_loopgate_denied_a_call() {
-    let mut env = Env::new().git();
+/// A turn that tried to change a file (an edit that left it as it was), whose build kept failing
+/// until loopgate refused it.
+fn refused_build_turn(env: &mut Env) {
     env.new_prompt("p-deny");
-    for _ in 0..4 {
+    env.edit_from("README.md", "hello\n", "hello\n");
+    for _ in 0..3 {
         env.bash("cargo build", Err("Exit code 101\nerror[E0425]"));
     }
+    assert!(env
+        .bash("cargo build", Err("Exit code 101\nerror[E0425]"))
+        .denied());
+}
+
+#[test]
+fn a_turn_that_heeded_a_refusal_ends_freely() {
+    let mut env = Env::new().git();
+    refused_build_turn(&mut env);
+    // Told to stop and say what blocks it, the agent stops: its Stop is not refused.
     let out = env.stop(false);
-    assert!(out.stop_blocked());
-    assert!(out.json()["reason"]
-        .as_str()
-        .unwrap()
-        .contains("loopgate stepped in"));
+    assert!(out.is_silent_allow(), "{}", out.stdout);
+}
+
+#[test]
+fn blocks_a_turn_that_walked_into_a_refusal_and_changed_nothing() {
+    let mut env = Env::new().git();
+    refused_build_turn(&mut env);
+    // It goes on regardless: the same refused call again, nothing changed.
+    assert!(env
+        .bash("cargo build", Err("Exit code 101\nerror[E0425]"))
+        .denied());
+    let out = env.stop(false);
+    assert!(out.stop_blocked(), "{}", out.stdout);
+    let reason = out.json()["reason"].as_str().unwrap().to_string();
+    assert!(
+        reason.contains("calls loopgate refused were made again"),
+        "{reason}"
+    );
 }
 
 #[test]

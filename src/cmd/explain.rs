@@ -61,6 +61,7 @@ pub fn run(
             "decision": main,
             "also": same.iter().filter(|e| !std::ptr::eq(**e, main)).collect::<Vec<_>>(),
             "config_table": table,
+            "exemption": exemption(main),
             "settings_now": settings.iter().map(|(k, v, o)| json!({"key": k, "value": serde_json::to_value(v).unwrap_or_default(), "source": o})).collect::<Vec<_>>(),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -152,6 +153,14 @@ pub fn run(
             "    (a project's .claude/loopgate.toml may only tighten them; see `loopgate config`)"
         )?;
     }
+    if let Some(ex) = exemption(main) {
+        writeln!(
+            out,
+            "  to never have such calls judged by the loop rules (a poller you trust), add to the \
+             user file {} (a project file cannot):\n    [exempt]\n    {ex}",
+            user_file()
+        )?;
+    }
     if enforced && main["event"] == "PreToolUse" {
         writeln!(
             out,
@@ -160,6 +169,40 @@ pub fn run(
         )?;
     }
     Ok(())
+}
+
+/// The `[exempt]` line that would have let a call refused by a loop rule through: the command
+/// itself (a clipped one by its start), or the tool. The guard and a paused session are not loop
+/// rules: nothing exempts a call from them.
+fn exemption(e: &Value) -> Option<String> {
+    let refused = matches!(
+        e["decision"].as_str(),
+        Some("deny" | "ask" | "halt" | "block")
+    );
+    let detector = e["detector"].as_str().unwrap_or("");
+    if !refused
+        || e["event"] != "PreToolUse"
+        || matches!(detector, "guard" | "breaker" | "outer_loop" | "progress")
+    {
+        return None;
+    }
+    let tool = e["tool"].as_str().filter(|t| !t.is_empty())?;
+    match (tool, e["preview"].as_str()) {
+        ("Bash" | "PowerShell", Some(cmd)) if !cmd.is_empty() => {
+            let (cmd, clipped) = match cmd.strip_suffix('…') {
+                Some(start) => (start, true),
+                None => (cmd, false),
+            };
+            let pattern = glob::Pattern::escape(cmd)
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"");
+            Some(format!(
+                "commands = [\"{pattern}{}\"]",
+                if clipped { "*" } else { "" }
+            ))
+        }
+        _ => Some(format!("tools = [\"{tool}\"]")),
+    }
 }
 
 fn explain_nothing(

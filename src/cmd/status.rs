@@ -70,7 +70,7 @@ fn repeats(s: &SessionState, a: &crate::state::AgentState) -> Vec<(String, u32, 
             continue;
         }
         keys.push(e.key);
-        if let Some(c) = crate::detectors::repeat::chain(&a.ledger, &e.key, s.world.epoch) {
+        if let Some(c) = crate::detectors::repeat::chain(&a.ledger, &e.key, s.world.epoch, 0) {
             if c.answers >= 2 {
                 out.push((
                     crate::detectors::describe(&e.tool, &e.target),
@@ -134,6 +134,12 @@ fn ceiling(s: &SessionState) -> Value {
         "session_bound": SESSION_BOUND,
         "unattended_prompts_refused": c.ended_turns >= SESSION_BOUND,
         "last_ended_ms": c.last_ended_ms,
+        // What the count is made of: the refusals the agent walked into in this turn.
+        "walked_into": if s.heed.turn == s.turn.number {
+            s.heed.defied.iter().map(|d| json!({"at_ms": d.at_ms, "call": crate::redact::mask(&d.what), "detector": d.detector})).collect::<Vec<_>>()
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -226,6 +232,12 @@ fn print_session(s: &SessionState) {
             ""
         }
     );
+    if s.heed.turn == s.turn.number && !s.heed.defied.is_empty() {
+        say!(
+            "    walked into: {}",
+            crate::detectors::ceiling::evidence(&s.heed)
+        );
+    }
     for t in &s.breaker.history {
         say!(
             "    {} {} -> {}: {}",

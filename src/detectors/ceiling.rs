@@ -1,7 +1,10 @@
 //! The ceiling nothing resets (issue 22). A denial does not bound what a loop costs: the model
 //! answers it with workarounds, each a paid model turn, and an `ask` answered yes or a new prompt
-//! starts the softer rules over. So refused calls are loop evidence themselves:
-//! - past [`TURN_BOUND`] refused calls (denials, asks, loop warnings) in one turn, the turn is
+//! starts the softer rules over. So refusals the agent walks into are loop evidence themselves
+//! (issue 27: defiance, not misjudgments — a warning, a refusal it heeded, or one call refused
+//! again while real time passes never counts; see `engine::defiance`):
+//! - past [`TURN_BOUND`] refusals walked into in one turn (a refused call asked again, or
+//!   another refused, with nothing changed since), the turn is
 //!   ended through the strongest channel the CLI has, and every later call of it is refused;
 //! - past [`SESSION_BOUND`] turns so ended, the session's next prompt is refused when nobody is
 //!   attending, and the person is told where the session stands when someone is.
@@ -12,7 +15,7 @@
 use crate::canon::Digest16;
 use crate::dialect::{Caps, TurnEnd};
 use crate::payload::Event;
-use crate::state::Ceiling;
+use crate::state::{Ceiling, Heed};
 use crate::verdict::{Action, Severity, Verdict};
 
 pub const NAME: &str = "ceiling";
@@ -66,9 +69,16 @@ pub struct At<'a> {
     pub guarded: bool,
 }
 
-/// Judges one tool event after every other verdict: counts it when `refused` (the deciding
-/// verdict refused or warned about the call), and once the turn is over refuses and ends it.
-pub fn on_tool_event(c: &mut Ceiling, at: &At, refused: Option<&Verdict>) -> Option<Verdict> {
+/// Judges one tool event after every other verdict: counts the `defied` refusals it adds (the
+/// agent walked into a refusal, `engine::defiance`; `refused` is the deciding verdict), and once
+/// the turn is over refuses and ends it, `heed` holding the evidence.
+pub fn on_tool_event(
+    c: &mut Ceiling,
+    at: &At,
+    refused: Option<&Verdict>,
+    defied: u32,
+    heed: &Heed,
+) -> Option<Verdict> {
     let At {
         turn,
         event,
@@ -99,7 +109,10 @@ pub fn on_tool_event(c: &mut Ceiling, at: &At, refused: Option<&Verdict>) -> Opt
         );
     }
     let latest = refused?;
-    c.refusals += 1;
+    if defied == 0 {
+        return None;
+    }
+    c.refusals += defied;
     if c.refusals < TURN_BOUND {
         return None;
     }
@@ -118,10 +131,12 @@ pub fn on_tool_event(c: &mut Ceiling, at: &At, refused: Option<&Verdict>) -> Opt
         .trim_start_matches("LOOP_DETECTED (loopgate): ")
         .trim_start_matches("loopgate: ");
     let reason = format!(
-        "loopgate: {} calls were refused or warned about in this turn, so the turn ends here: \
-         refusals did not stop the loop. Stop calling tools; tell the user what you tried and \
-         what blocks you. This session has ended {} of {} turns this way{}. Latest: {latest}",
+        "loopgate: {} refused calls in this turn were made again regardless, with nothing \
+         changed between ({}), so the turn ends here: refusals did not stop the loop. Stop \
+         calling tools; tell the user what you tried and what blocks you. This session has \
+         ended {} of {} turns this way{}. Latest: {latest}",
         c.refusals,
+        evidence(heed),
         c.ended_turns,
         SESSION_BOUND,
         session_consequence(c, session),
@@ -163,11 +178,30 @@ fn session_consequence(c: &Ceiling, session: &str) -> String {
     }
 }
 
+/// What the agent walked into, most repeated first: `Bash `pytest` (repeat) 8 times, …`.
+pub fn evidence(heed: &Heed) -> String {
+    let mut seen: Vec<(String, u32)> = Vec::new();
+    for d in &heed.defied {
+        let name = format!("{} ({})", d.what, d.detector);
+        match seen.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, k)) => *k += 1,
+            None => seen.push((name, 1)),
+        }
+    }
+    seen.sort_by_key(|s| std::cmp::Reverse(s.1));
+    let parts: Vec<String> = seen
+        .iter()
+        .take(3)
+        .map(|(n, k)| format!("{n} {k} time{}", if *k == 1 { "" } else { "s" }))
+        .collect();
+    crate::redact::mask(&parts.join(", "))
+}
+
 /// Every call after the turn's end, and its batch: short, the reason having been given.
 fn over(c: &Ceiling, session: &str) -> String {
     format!(
-        "loopgate: this turn is over: {} calls were refused or warned about in it. Stop calling \
-         tools; tell the user what you tried and what blocks you{}.",
+        "loopgate: this turn is over: {} refused calls in it were made again regardless. Stop \
+         calling tools; tell the user what you tried and what blocks you{}.",
         c.refusals,
         session_consequence(c, session)
     )
@@ -185,8 +219,8 @@ pub fn on_permission(c: &mut Ceiling, turn: u32, session: &str) -> Option<Verdic
     }
     c.halted = true;
     let reason = format!(
-        "loopgate ended this run: {} calls were refused or warned about in this turn, and \
-         refusals did not stop the loop. `loopgate status --session {session}` shows what was \
+        "loopgate ended this run: {} refused calls in this turn were made again regardless, \
+         and refusals did not stop the loop. `loopgate status --session {session}` shows what was \
          refused{}.",
         c.refusals,
         session_consequence(c, session),
@@ -254,22 +288,23 @@ mod tests {
 
     #[test]
     fn the_turn_ends_at_the_bound_and_only_a_new_turn_counts_again() {
+        let h = Heed::default();
         let claude = Agent::Claude;
         let mut c = Ceiling::default();
         let r = refused();
         for _ in 1..TURN_BOUND {
-            let v = on_tool_event(&mut c, &at(1, Event::PreToolUse, claude), Some(&r));
+            let v = on_tool_event(&mut c, &at(1, Event::PreToolUse, claude), Some(&r), 1, &h);
             assert!(v.is_none());
         }
-        let v = on_tool_event(&mut c, &at(1, Event::PreToolUse, claude), Some(&r)).unwrap();
+        let v = on_tool_event(&mut c, &at(1, Event::PreToolUse, claude), Some(&r), 1, &h).unwrap();
         assert_eq!(v.action, Action::Deny);
         // A call that would have been allowed is refused now, and the batch ends the run once.
-        let v = on_tool_event(&mut c, &at(1, Event::PreToolUse, claude), None).unwrap();
+        let v = on_tool_event(&mut c, &at(1, Event::PreToolUse, claude), None, 0, &h).unwrap();
         assert_eq!(v.action, Action::Deny);
-        let b = on_tool_event(&mut c, &at(1, Event::PostToolBatch, claude), None);
+        let b = on_tool_event(&mut c, &at(1, Event::PostToolBatch, claude), None, 0, &h);
         assert_eq!(b.unwrap().action, Action::Halt);
         assert_eq!(c.ended_turns, 1);
-        assert!(on_tool_event(&mut c, &at(2, Event::PreToolUse, claude), None).is_none());
+        assert!(on_tool_event(&mut c, &at(2, Event::PreToolUse, claude), None, 0, &h).is_none());
         assert_eq!(c.refusals, 0);
         assert_eq!(
             c.ended_turns, 1,
@@ -279,27 +314,35 @@ mod tests {
 
     #[test]
     fn gemini_halts_before_the_tool_and_codex_refuses_every_call() {
+        let h = Heed::default();
         let r = refused();
         for (agent, want) in [(Agent::Gemini, Action::Halt), (Agent::Codex, Action::Deny)] {
             let mut c = Ceiling {
                 refusals: TURN_BOUND - 1,
                 ..Ceiling::default()
             };
-            let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, agent), Some(&r));
+            let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, agent), Some(&r), 1, &h);
             assert_eq!(v.unwrap().action, want, "{agent:?}");
         }
     }
 
     #[test]
     fn qwen_refuses_the_call_and_ends_the_turn_before_the_next_model_request() {
+        let h = Heed::default();
         let qwen = Agent::Qwen;
         let mut c = Ceiling {
             refusals: TURN_BOUND - 1,
             ..Ceiling::default()
         };
-        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, qwen), Some(&refused()));
+        let v = on_tool_event(
+            &mut c,
+            &at(0, Event::PreToolUse, qwen),
+            Some(&refused()),
+            1,
+            &h,
+        );
         assert_eq!(v.unwrap().action, Action::Deny);
-        let b = on_tool_event(&mut c, &at(0, Event::PostToolBatch, qwen), None);
+        let b = on_tool_event(&mut c, &at(0, Event::PostToolBatch, qwen), None, 0, &h);
         assert_eq!(b.unwrap().action, Action::Halt);
         // Where nothing ends a run, the batch says nothing and the calls stay refused.
         let mut c = Ceiling {
@@ -308,13 +351,14 @@ mod tests {
             ..Ceiling::default()
         };
         let codex = Agent::Codex;
-        assert!(on_tool_event(&mut c, &at(0, Event::PostToolBatch, codex), None).is_none());
-        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, codex), None);
+        assert!(on_tool_event(&mut c, &at(0, Event::PostToolBatch, codex), None, 0, &h).is_none());
+        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, codex), None, 0, &h);
         assert_eq!(v.unwrap().action, Action::Deny);
     }
 
     #[test]
     fn copilot_lets_a_shell_call_through_to_the_permission_hook_which_ends_the_run() {
+        let h = Heed::default();
         let copilot = Agent::Copilot;
         let past = || Ceiling {
             refusals: TURN_BOUND - 1,
@@ -323,7 +367,13 @@ mod tests {
         // Before the permission hook was seen firing, nothing is let through: an install made
         // before it was wired keeps refusing.
         let mut c = past();
-        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), Some(&refused()));
+        let v = on_tool_event(
+            &mut c,
+            &at(0, Event::PreToolUse, copilot),
+            Some(&refused()),
+            1,
+            &h,
+        );
         assert_eq!(v.unwrap().action, Action::Deny);
         assert!(c.permission.passed.is_none());
 
@@ -332,11 +382,17 @@ mod tests {
         let mut c = past();
         assert!(on_permission(&mut c, 0, "s").is_none(), "below the ceiling");
         assert!(c.permission.seen);
-        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), Some(&refused()));
+        let v = on_tool_event(
+            &mut c,
+            &at(0, Event::PreToolUse, copilot),
+            Some(&refused()),
+            1,
+            &h,
+        );
         assert_eq!(v.unwrap().action, Action::Halt);
         assert!(c.permission.passed.is_some() && !c.halted);
         // A second call meanwhile is refused: one call at a time is let through.
-        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), None);
+        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), None, 0, &h);
         assert_eq!(v.unwrap().action, Action::Deny);
         let v = on_permission(&mut c, 0, "s").unwrap();
         assert_eq!(v.action, Action::Halt);
@@ -348,16 +404,17 @@ mod tests {
         c.permission.seen = true;
         let mut read = at(0, Event::PreToolUse, copilot);
         read.tool = "Read";
-        let v = on_tool_event(&mut c, &read, Some(&refused()));
+        let v = on_tool_event(&mut c, &read, Some(&refused()), 1, &h);
         assert_eq!(v.unwrap().action, Action::Deny);
         let mut guarded = at(0, Event::PreToolUse, copilot);
         guarded.guarded = true;
-        let v = on_tool_event(&mut c, &guarded, None);
+        let v = on_tool_event(&mut c, &guarded, None, 0, &h);
         assert_eq!(v.unwrap().action, Action::Deny);
     }
 
     #[test]
     fn a_call_let_through_that_ran_without_the_permission_hook_stops_the_letting_through() {
+        let h = Heed::default();
         let copilot = Agent::Copilot;
         let mut c = Ceiling {
             refusals: TURN_BOUND,
@@ -365,12 +422,12 @@ mod tests {
             ..Ceiling::default()
         };
         c.permission.seen = true;
-        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), None);
+        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), None, 0, &h);
         assert_eq!(v.unwrap().action, Action::Halt);
         // Its result comes with no permission call before it: the hook is gone.
-        on_tool_event(&mut c, &at(0, Event::PostToolUse, copilot), None);
+        on_tool_event(&mut c, &at(0, Event::PostToolUse, copilot), None, 0, &h);
         assert!(!c.permission.seen);
-        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), None);
+        let v = on_tool_event(&mut c, &at(0, Event::PreToolUse, copilot), None, 0, &h);
         assert_eq!(v.unwrap().action, Action::Deny, "refused again from now on");
     }
 

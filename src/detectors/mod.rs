@@ -27,6 +27,8 @@ pub struct View<'a> {
     pub world: &'a World,
     pub now_ms: u64,
     pub config: &'a Config,
+    /// When this agent last had news (`state::Heed`): how long a wait has gone unanswered.
+    pub news_ms: u64,
 }
 
 /// A call about to run (PreToolUse).

@@ -1,6 +1,7 @@
 //! Layer 3: the progress gate on Stop. A turn may end unless it was visibly trying and failing —
-//! it attempted file changes that left the worktree untouched, or loopgate had to intervene — and
-//! nothing under the project changed since the prompt. Reading, researching, running tests and
+//! it attempted file changes that left the worktree untouched, or, trying to change something,
+//! walked into loopgate's refusals regardless — and nothing under the project changed since the
+//! prompt. Reading, researching, running tests and
 //! reporting are legitimate ends and are never blocked.
 
 use crate::config::{Progress, When};
@@ -49,7 +50,10 @@ pub fn judge(
     let Some(base) = turn.baseline.as_deref() else {
         return Judgement::NotApplicable;
     };
-    if turn.edit_failures == 0 && turn.interventions == 0 {
+    // Armed only by an agent that kept failing to edit, or that walked into a refusal while
+    // trying to change something (issue 27): a warning never arms it, and a turn that never
+    // tried to change a file (a check, a question, a review) ends freely.
+    if turn.edit_failures == 0 && (turn.interventions == 0 || turn.edit_attempts == 0) {
         return Judgement::QuietTurn;
     }
     match changed(base) {
@@ -82,9 +86,9 @@ pub fn check(
             t.edit_attempts.max(t.edit_failures)
         ));
     }
-    if t.interventions > 0 {
+    if t.interventions > 0 && t.edit_attempts > 0 {
         signs.push(format!(
-            "loopgate stepped in {} time{} (repeated or failing calls)",
+            "calls loopgate refused were made again {} time{} with nothing changed",
             t.interventions,
             if t.interventions == 1 { "" } else { "s" }
         ));

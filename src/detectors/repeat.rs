@@ -51,10 +51,49 @@ fn shape_of(e: &Entry) -> Option<Digest16> {
     e.shape.or_else(|| said(e).filter(|d| *d == SILENCE))
 }
 
-/// The run of identical answers `key` has had since the last new state, newest first.
-pub fn chain<'a>(ledger: &'a Ledger, key: &Digest16, epoch_now: u32) -> Option<Chain<'a>> {
-    let mut mine = ledger.answers().filter(|e| &e.key == key);
-    let last = mine.next()?;
+/// Whether the answer at `at` told the agent something it had not heard from that call: a first
+/// answer with content, or an answer unlike the call's previous one. Judged once, when the answer
+/// comes ([`Entry::news`]): news about the work from any call means a wait on it has not been in
+/// vain so far.
+pub fn judge_news(entries: &std::collections::VecDeque<Entry>, at: usize) -> bool {
+    let e = &entries[at];
+    if !e.status.answered() {
+        return false;
+    }
+    if e.novel {
+        return true;
+    }
+    let prev = entries
+        .range(..at)
+        .rev()
+        .find(|p| p.key == e.key && p.status.answered());
+    match prev {
+        Some(p) => said(p) != said(e),
+        None => e.answer.is_some(),
+    }
+}
+
+fn is_news(entries: &std::collections::VecDeque<Entry>, at: usize) -> bool {
+    entries[at].news || entries[at].novel
+}
+
+/// The run of identical answers `key` has had since the last new state, newest first. A link
+/// that was a wait (real waiting came before it) is cut by news about the work from any call
+/// between: while something moves, an unchanged answer is "no news yet", not a repeat.
+/// `news_ms` is when the agent last had news: a run that fills the whole window with no news is
+/// as old as that.
+pub fn chain<'a>(
+    ledger: &'a Ledger,
+    key: &Digest16,
+    epoch_now: u32,
+    news_ms: u64,
+) -> Option<Chain<'a>> {
+    let entries = &ledger.entries;
+    let mut mine = (0..entries.len())
+        .rev()
+        .filter(|&i| entries[i].status.answered() && entries[i].key == *key);
+    let last_at = mine.next()?;
+    let last = &entries[last_at];
     // A new state (or a new prompt) since the last answer: the next call is a new experiment.
     if last.epoch_after != epoch_now {
         return None;
@@ -68,25 +107,42 @@ pub fn chain<'a>(ledger: &'a Ledger, key: &Digest16, epoch_now: u32) -> Option<C
         back_to_back: 0,
         first_ms: last.start_ms,
     };
-    let mut newer = last;
-    for e in mine {
+    let mut newer_at = last_at;
+    let mut whole = true;
+    for at in mine {
+        let (e, newer) = (&entries[at], &entries[newer_at]);
         if e.epoch_after != newer.epoch || e.status.failed() != last.status.failed() {
+            whole = false;
             break;
         }
         if said(e) != Some(last_said) {
             // A changing value is news, whatever the gap: only a failure stays the same
             // answer up to numbers (a count of failing tests going down is still failing).
             if !last.status.failed() || shape_of(e).is_none() || shape_of(e) != shape_of(last) {
+                whole = false;
                 break;
             }
             c.shape_only = true;
+        }
+        if newer.waited && (at + 1..newer_at).any(|i| is_news(entries, i)) {
+            whole = false;
+            break;
         }
         c.answers += 1;
         if !newer.waited {
             c.back_to_back += 1;
         }
         c.first_ms = e.start_ms;
-        newer = e;
+        newer_at = at;
+    }
+    // The window is full and shows no news before the run either: the run may be older than
+    // the window, and no older than the agent's last news.
+    if whole
+        && news_ms > 0
+        && entries.len() >= crate::ledger::MAX_ENTRIES
+        && !(0..newer_at).any(|i| is_news(entries, i))
+    {
+        c.first_ms = c.first_ms.min(news_ms);
     }
     Some(c)
 }
@@ -112,9 +168,13 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
     if !cfg.enabled {
         return None;
     }
-    let Some(c) = chain(v.ledger, &call.key, v.world.epoch) else {
+    let Some(c) = chain(v.ledger, &call.key, v.world.epoch, v.news_ms) else {
         return missing_reads(v, call);
     };
+    // A wait with news about the work from any call since the last answer: not in vain so far.
+    if call.waited && v.news_ms > c.last.end_ms {
+        return None;
+    }
     // A cooldown clears it: after a long enough pause the world may have moved without us seeing.
     if v.now_ms.saturating_sub(c.last.end_ms) >= cfg.cooldown_minutes * 60_000 {
         return None;
@@ -128,10 +188,20 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
         c.back_to_back + u32::from(!call.waited)
     };
     let waited_ms = v.now_ms.saturating_sub(c.first_ms);
-    let waiting_over =
-        c.answers >= cfg.waiting_answers.max(1) && waited_ms >= cfg.waiting_minutes * 60_000;
+    let failing = c.last.status.failed();
+    // A poll is judged by time with no news, never by count: an unchanged answer waits
+    // `waiting_minutes` (and `waiting_answers`), the same failure `failing_poll_minutes`.
+    let waiting_over = call.waited
+        && !deterministic
+        && if failing {
+            waited_ms >= cfg.failing_poll_minutes * 60_000
+        } else {
+            c.answers >= cfg.waiting_answers.max(1) && waited_ms >= cfg.waiting_minutes * 60_000
+        };
     if back_to_back <= allowed && !waiting_over {
-        return None;
+        // A failing poll past its class budget is told, once, before time refuses it.
+        let warn = failing && call.waited && !deterministic && c.answers == allowed + 1;
+        return warn.then(|| poll_warning(&c, call, waited_ms, cfg.failing_poll_minutes));
     }
     Some(verdict(
         &c,
@@ -141,6 +211,44 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
         waiting_over,
         waited_ms,
     ))
+}
+
+/// The one warning a failing poll gets before it is refused.
+fn poll_warning(c: &Chain, call: &Call, waited_ms: u64, budget_min: u64) -> Verdict {
+    let what = super::describe(call.tool, &c.last.target);
+    let error = in_brackets(&c.last.preview);
+    let reason = format!(
+        "loopgate: {what} has failed the same way {} times over {} of waiting{error}. If what \
+         you wait for is still starting, keep waiting between checks; after {budget_min} minutes \
+         of the same failure it will be refused. If it is not coming, find out why (its log, \
+         whether it is running) instead of asking again.",
+        c.answers,
+        span(waited_ms),
+    );
+    Verdict::new(NAME, Action::Warn, Severity::Low, reason)
+        .loop_warning()
+        .with("call", c.last.key.short())
+        .with("answers", c.answers)
+        .with("waited_seconds", waited_ms / 1000)
+        .with("failing_poll_minutes", budget_min)
+}
+
+/// A failure's quoted line, ` (…)`, or nothing.
+fn in_brackets(preview: &str) -> String {
+    if preview.is_empty() {
+        String::new()
+    } else {
+        format!(" ({preview})")
+    }
+}
+
+/// A duration as a person says it: `45 s`, `3 min`.
+fn span(ms: u64) -> String {
+    if ms < 120_000 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{} min", ms / 60_000)
+    }
 }
 
 /// A read of one file is one question whatever its offset and limit: the same failure again
@@ -211,7 +319,7 @@ fn missing_reads(v: &View, call: &Call) -> Option<Verdict> {
 /// run (`decision: block`).
 fn rejected_again(v: &View, e: &Entry) -> Option<Verdict> {
     let cfg = &v.config.detectors.repeat;
-    let c = chain(v.ledger, &e.key, v.world.epoch)?;
+    let c = chain(v.ledger, &e.key, v.world.epoch, v.news_ms)?;
     let allowed = budget(&c, cfg);
     let over = c.answers.saturating_sub(allowed + 1);
     if over == 0 {
@@ -260,7 +368,7 @@ pub fn on_answer(v: &View, e: &Entry) -> Option<Verdict> {
     if !cfg.enabled || e.status != Status::Ok || e.waited {
         return None;
     }
-    let c = chain(v.ledger, &e.key, v.world.epoch)?;
+    let c = chain(v.ledger, &e.key, v.world.epoch, v.news_ms)?;
     let allowed = budget(&c, cfg);
     if c.last.key != e.key || c.answers < 2 || c.back_to_back + 1 != allowed + 1 {
         return None;
@@ -294,10 +402,16 @@ fn verdict(
     } else {
         "the same answer"
     };
-    let observed = if waiting_over {
+    let observed = if waiting_over && c.last.status.failed() {
+        let error = in_brackets(&c.last.preview);
         format!(
-            "{what} has given {same} {n} times over {} minutes of waiting.",
-            waited_ms / 60_000
+            "{what} has failed the same way {n} times over {} of waiting{error}, with no news from any call in that time.",
+            span(waited_ms)
+        )
+    } else if waiting_over {
+        format!(
+            "{what} has given {same} {n} times over {} of waiting, with no news from any call in that time.",
+            span(waited_ms)
         )
     } else if c.last.status.failed() {
         let class = c.last.error_class.map_or("unknown", ErrorClass::name);

@@ -8,7 +8,7 @@ use super::harness::Scenario;
 
 const FAILING: &str = "cat config/settings.yml";
 const CEILING: &str =
-    "loopgate: 10 calls were refused or warned about in this turn, so the turn ends here";
+    "loopgate: 10 refused calls in this turn were made again regardless, with nothing changed between";
 
 #[test]
 fn e2e_a_denial_storm_ends_the_turn_at_the_ceiling() {

@@ -21,7 +21,7 @@ use super::script::{call, script, shell, text};
 use serde_json::Value;
 
 /// The first words of the ceiling's refusal, and of its standing refusal after it.
-const CEILING: &str = "loopgate: 10 calls were refused or warned about in this turn";
+const CEILING: &str = "loopgate: 10 refused calls in this turn were made again regardless";
 const OVER: &str = "loopgate: this turn is over";
 
 /// Refused calls in a turn that end it (`src/detectors/ceiling.rs`).
@@ -173,7 +173,9 @@ fn storm_with(cli: Cli, copilot_allow: Option<&'static [&'static str]>) {
     // permission hook's message.
     let told = match cli {
         Cli::Gemini => Some(CEILING),
-        Cli::Copilot => Some("loopgate ended this run: 10 calls were refused"),
+        Cli::Copilot => {
+            Some("loopgate ended this run: 10 refused calls in this turn were made again")
+        }
         _ => None,
     };
     if let Some(told) = told {

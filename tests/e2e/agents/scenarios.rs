@@ -205,10 +205,13 @@ fn stop_block_is_bounded(cli: Cli) {
     // so it is switched on for every session, as a user of a headless CLI would.
     s.set_env("LOOPGATE_PROGRESS__WHEN", "always");
     s.install(false);
-    let mut turns = vec![call(shell(cli, FAILING)); 3];
+    // A turn that tries to change something (README rewritten as it was: nothing changes) and
+    // walks into a refusal: the failing read is refused, then asked again regardless.
+    let mut turns = vec![call(write(cli, "README.md", "# demo\n\nA tiny project.\n"))];
+    turns.extend(vec![call(shell(cli, FAILING)); 4]);
     turns.push(text("Read the settings."));
     let run = s.run(
-        "Read the settings file.",
+        "Fix the settings file.",
         &script(turns, "Done: the settings are read."),
     );
     assert_ended_by_itself(&run);
@@ -231,9 +234,9 @@ fn stop_block_is_bounded(cli: Cli) {
         "the block's reason reaches the model as a prompt\n{}",
         run.summary()
     );
-    // 3 calls + the answer, then one request per block.
+    // 5 calls + the answer, then one request per block.
     assert!(
-        run.main_requests().len() <= 4 + 3,
+        run.main_requests().len() <= 6 + 3,
         "{} model requests\n{}",
         run.main_requests().len(),
         run.summary()
