@@ -65,7 +65,8 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
         b.clone(),
         b.clone(),
     ];
-    turns.extend([a.clone(), b.clone(), a, b]);
+    // Issue 27: only refusals walked into count; the agent asks the refused calls again.
+    turns.extend([a.clone(), b.clone(), a.clone(), b.clone(), a, b]);
     turns.push(Turn::text("I could not read the config."));
     let run = s.run(
         prompt,
@@ -73,8 +74,8 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
     );
     assert_clean_exit(&run);
 
-    // Calls 1–2 and 4–5 ran and failed; 3, 6 and 7 were denied (the three interventions, on two
-    // different calls); the 8th escalated.
+    // Calls 1–2 and 4–5 ran and failed; 3 and 6 were denied, then 7, 8 and 9 asked them again
+    // regardless (the three refusals walked into, on two different calls); the 10th escalated.
     for (t, text) in [
         (0, NO_SUCH_FILE),
         (1, NO_SUCH_FILE),
@@ -88,32 +89,34 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
         (2, LOOP_DETECTED),
         (5, LOOP_DETECTED_TOO),
         (6, LOOP_DETECTED),
+        (7, LOOP_DETECTED_TOO),
+        (8, LOOP_DETECTED),
     ] {
         let reason = assert_denied(&run, &run.tool_result(&format!("toolu_e2e_{t}_0")), "Bash");
         assert!(reason.starts_with(want), "call {}: {reason}", t + 1);
     }
-    let eighth = run.tool_result("toolu_e2e_7_0");
-    let escalated = assert_denied(&run, &eighth, "Bash");
+    let tenth = run.tool_result("toolu_e2e_9_0");
+    let escalated = assert_denied(&run, &tenth, "Bash");
     assert!(escalated.starts_with(ESCALATED), "{escalated}");
     assert!(
         escalated.contains(LOOP_DETECTED_TOO.trim_start_matches("LOOP_DETECTED (loopgate): ")),
         "the escalation quotes the latest intervention: {escalated}"
     );
 
-    // The model was sent the three denials, and nothing after the 8th call: the run ended in
+    // The model was sent the denials, and nothing after the 10th call: the run ended in
     // that turn's PostToolBatch, before another request.
     assert!(
         run.requests
             .iter()
-            .all(|r| r.conversation.as_deref() == Some("main") && r.turn <= 7),
-        "no request after the 8th call\n{}",
+            .all(|r| r.conversation.as_deref() == Some("main") && r.turn <= 9),
+        "no request after the 10th call\n{}",
         run.summary()
     );
     let sent = run.tool_results("main");
     let ids: Vec<&str> = sent.iter().map(|r| r.tool_use_id.as_str()).collect();
     assert_eq!(
         ids,
-        (0..7)
+        (0..9)
             .map(|t| format!("toolu_e2e_{t}_0"))
             .collect::<Vec<_>>(),
         "{}",
@@ -142,7 +145,9 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
             "toolu_e2e_2_0",
             "toolu_e2e_5_0",
             "toolu_e2e_6_0",
-            "toolu_e2e_7_0"
+            "toolu_e2e_7_0",
+            "toolu_e2e_8_0",
+            "toolu_e2e_9_0"
         ],
         "{result}"
     );
@@ -207,7 +212,9 @@ fn e2e_stage_three_escalation_ends_the_unattended_run() {
 
 /// One looping turn: the failing command three times (the third is denied), then an answer.
 fn looping_turn() -> Vec<Turn> {
-    let mut turns = vec![Turn::call(bash(FAILING)); 3];
+    // Two failures, the denial, and the refused call asked again regardless (issue 27: a turn is
+    // stuck when the agent walks into a refusal, not when it heeds one).
+    let mut turns = vec![Turn::call(bash(FAILING)); 4];
     turns.push(Turn::text("I could not read the config."));
     turns
 }

@@ -55,18 +55,24 @@ fn e2e_turn_with_a_denied_repeat_is_held_at_stop() {
         return;
     };
     s.install(Install::Script);
-    // Four identical failures: loopgate denies the 3rd or 4th, once or twice, not enough to
-    // end the run, and nothing changes on disk.
+    // A turn that tries to change something (the README rewritten as it was: nothing changes)
+    // and walks into a refusal: four identical failures, the 3rd denied and the 4th asked again
+    // regardless and denied, not enough to end the run, and nothing changes on disk.
     let failing = "cat config/settings.yml";
-    let mut turns = vec![Turn::call(bash(failing)); 4];
+    let mut turns = vec![Turn::call(write(
+        &s.path("README.md"),
+        "# demo\n\nA tiny project.\n",
+    ))];
+    turns.extend(vec![Turn::call(bash(failing)); 4]);
     turns.push(Turn::text("Read the settings."));
     turns.push(Turn::text(
         "The settings file does not exist; I could not read it.",
     ));
-    let prompt = "Read the settings file.";
+    let prompt = "Fix the settings file.";
     let run = s.run(prompt, one_conversation(prompt, turns));
     assert_clean_exit(&run);
     assert_denied(&run, &run.tool_result("toolu_e2e_3_0"), "Bash");
+    assert_denied(&run, &run.tool_result("toolu_e2e_4_0"), "Bash");
     assert_stop_blocked_then_released(&run);
 }
 
