@@ -8,7 +8,7 @@ use crate::common::BIN;
 use assert_cmd::Command;
 use loopgate::config::Config;
 use loopgate::replay::transcript::{convert_group, Converted};
-use loopgate::replay::{collect, plan, replay_group, transcript::inspect};
+use loopgate::replay::{collect, format::inspect, plan, replay_group, Cli};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -53,6 +53,7 @@ fn nested_folders_sessions_and_non_transcripts() {
     let p = plan(found, |path| {
         Ok(inspect(&std::fs::read_to_string(path).unwrap()))
     });
+    assert!(p.groups.iter().all(|g| g.cli == Cli::Claude));
     assert_eq!(p.groups.len(), 2);
     assert_eq!(p.groups[1].label(), SESSION);
     assert_eq!(p.groups[1].subagents.len(), 1);
@@ -215,7 +216,7 @@ fn the_command_reports_sessions_totals_and_skipped_files() {
     let skipped: Vec<&str> = stderr.lines().filter(|l| l.contains("skipped")).collect();
     assert_eq!(
         skipped,
-        ["loopgate replay: skipped -home-dev-project/todos.jsonl: not a Claude Code transcript (no user or assistant message line)"]
+        ["loopgate replay: skipped -home-dev-project/todos.jsonl: not a session file of Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI or OpenCode"]
     );
     let summary = stdout
         .lines()
