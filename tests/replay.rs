@@ -385,6 +385,11 @@ fn codex_rollouts_play_as_codex_hooks_fire() {
         Some(time("2026-06-27T00:45:31Z"))
     );
     assert_eq!(pre.payload["prompt_id"], "turn-1");
+    // Codex's hooks give a shell call's workdir as cwd; a code-mode cell's is in its call.
+    assert_eq!(
+        of_call(&c, "PreToolUse", 9).payload["cwd"],
+        "/home/dev/project"
+    );
     assert_eq!(pre.payload["tool_use_id"], "call_test");
     // The subagent's call: its own agent, the parent's session; its turn ends with SubagentStop.
     let sub = of_call(&c, "PreToolUse", 8);

@@ -176,6 +176,7 @@ fn read(text: &str) -> Rollout {
                     id: id.to_string(),
                     name,
                     input,
+                    cwd: workdir(p),
                 });
             }
             (Some("response_item"), Some("function_call_output" | "custom_tool_call_output")) => {
@@ -204,6 +205,27 @@ fn read(text: &str) -> Rollout {
             .extend(found.into_iter().map(|step| Timed { at, step }));
     }
     r
+}
+
+/// The directory a shell call ran in (`workdir`), which Codex's hooks give as `cwd`; a
+/// code-mode cell's is inside its one call.
+fn workdir(p: &Value) -> Option<String> {
+    let args = match &p["arguments"] {
+        Value::String(s) => serde_json::from_str::<Value>(s).ok()?,
+        _ => match &p["input"] {
+            Value::String(cell) => {
+                return js_field(
+                    cell.get(cell.find("tools.exec_command(")?..)?.get(19..)?,
+                    "workdir",
+                )
+            }
+            _ => return None,
+        },
+    };
+    args.get("workdir")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }
 
 /// An assistant message's text.

@@ -119,6 +119,7 @@ pub fn convert(text: &str, fallback_session_id: &str) -> Converted {
                         id: id.to_string(),
                         name: str_at(d, "/toolName").unwrap_or("").to_string(),
                         input: d["arguments"].clone(),
+                        cwd: None,
                     });
                 }
             }

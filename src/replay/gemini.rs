@@ -172,6 +172,7 @@ fn chat_steps(chat: &Value) -> (Option<String>, Vec<Timed>, usize) {
                             id: id.clone(),
                             name: str_at(c, "/name").unwrap_or("").to_string(),
                             input: c["args"].clone(),
+                            cwd: None,
                         },
                     });
                     let response = c
@@ -303,9 +304,10 @@ fn record_steps(text: &str) -> (Option<String>, Vec<Timed>, usize) {
             }
             (Some("assistant"), _) => {
                 if state.1 {
-                    // The calls were answered and the next model request went out.
+                    // The calls were answered and the next model request went out: Qwen's hook
+                    // before it fired once the last answer was in.
                     steps.push(Timed {
-                        at,
+                        at: prev_at,
                         step: Step::ModelRequest { who: who.clone() },
                     });
                 }
@@ -330,6 +332,7 @@ fn record_steps(text: &str) -> (Option<String>, Vec<Timed>, usize) {
                             id: str_at(f, "/id").unwrap_or("").to_string(),
                             name: str_at(f, "/name").unwrap_or("").to_string(),
                             input: f["args"].clone(),
+                            cwd: None,
                         },
                     });
                 }

@@ -68,12 +68,14 @@ pub(crate) enum Step {
     },
     /// The model said something.
     Say { who: Option<Who>, text: String },
-    /// The model called a tool (the CLI's own name and input).
+    /// The model called a tool (the CLI's own name and input); `cwd`: where it ran, where the
+    /// CLI's hook says so (Codex: the call's `workdir`).
     Call {
         who: Option<Who>,
         id: String,
         name: String,
         input: Value,
+        cwd: Option<String>,
     },
     /// The call's answer.
     Answer {
@@ -146,6 +148,7 @@ fn merge(files: Vec<Vec<Timed>>) -> Vec<Timed> {
 
 struct Open {
     index: usize,
+    cwd: Option<String>,
     tool: String,
     input: Value,
     prompt_id: Option<String>,
@@ -243,7 +246,8 @@ impl Builder {
                 id,
                 name,
                 input,
-            } => self.call(who, id, &name, input, at),
+                cwd,
+            } => self.call(who, id, &name, input, cwd, at),
             Step::Answer { who, id, answer } => self.answer(who, id, answer, at),
             Step::NoAnswer { who, id } => {
                 self.open.remove(&(key(&who), id));
@@ -303,6 +307,7 @@ impl Builder {
         id: String,
         name: &str,
         input: Value,
+        cwd: Option<String>,
         at: Option<SystemTime>,
     ) {
         let k = (key(&who), id.clone());
@@ -324,6 +329,9 @@ impl Builder {
         turn.last_at = at.or(turn.last_at);
         let prompt_id = turn.prompt_id.clone();
         let mut m = self.base(&who, prompt_id.as_deref(), "PreToolUse");
+        if let Some(cwd) = &cwd {
+            m.insert("cwd".into(), json!(cwd));
+        }
         m.insert("tool_name".into(), json!(tool));
         m.insert("tool_input".into(), input.clone());
         if self.cli.call_ids() {
@@ -334,6 +342,7 @@ impl Builder {
             k,
             Open {
                 index,
+                cwd,
                 tool,
                 input,
                 prompt_id,
@@ -381,6 +390,9 @@ impl Builder {
             "PostToolUseFailure"
         };
         let mut m = self.base(&who, call.prompt_id.as_deref(), event);
+        if let Some(cwd) = &call.cwd {
+            m.insert("cwd".into(), json!(cwd));
+        }
         m.insert("tool_name".into(), json!(call.tool));
         m.insert("tool_input".into(), call.input);
         if self.cli.call_ids() {
@@ -512,6 +524,7 @@ mod tests {
                     id: "c1".into(),
                     name: "run_shell_command".into(),
                     input: json!({"command": "make", "description": "build"}),
+                    cwd: None,
                 },
             ),
             t(
@@ -589,6 +602,7 @@ mod tests {
                     id: "c1".into(),
                     name: "Bash".into(),
                     input: json!({"command": "ls"}),
+                    cwd: Some("/p/sub".into()),
                 },
             ),
             t(
@@ -620,6 +634,7 @@ mod tests {
         );
         assert_eq!(c.payloads[1].payload["agent_id"], "a1");
         assert_eq!(c.payloads[1].payload["tool_use_id"], "c1");
+        assert_eq!(c.payloads[1].payload["cwd"], "/p/sub");
         assert_eq!(c.call_list[0].agent_id.as_deref(), Some("a1"));
     }
 }

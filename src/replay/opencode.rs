@@ -226,6 +226,7 @@ fn steps(export: &Value, who: Option<Who>) -> Vec<Timed> {
                             id: id.clone(),
                             name: tool.to_string(),
                             input: state["input"].clone(),
+                            cwd: None,
                         },
                     });
                     if let Some(answer) = answer(tool, state) {
