@@ -224,14 +224,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Feed Claude Code transcripts through the detectors offline (observe mode, in memory)
+    /// Feed past sessions through the detectors offline (observe mode, in memory): Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI, OpenCode
     #[command(
-        after_help = "Examples:\n  loopgate replay ~/.claude/projects/\n  loopgate replay session.jsonl --blocks-only"
+        after_help = "Examples:\n  loopgate replay ~/.claude/projects/\n  loopgate replay ~/.codex/sessions ~/.gemini/tmp\n  loopgate replay session.jsonl --blocks-only"
     )]
     Replay {
         #[command(flatten)]
         config: ConfigArg,
-        /// Transcript files (.jsonl) or directories searched recursively (e.g. ~/.claude/projects)
+        /// Session files (.jsonl, .json; the CLI is told from the content) or directories searched recursively (e.g. ~/.claude/projects)
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Machine-readable output

@@ -7,8 +7,10 @@
 use crate::common::BIN;
 use assert_cmd::Command;
 use loopgate::config::Config;
-use loopgate::replay::transcript::{convert_group, Converted};
-use loopgate::replay::{collect, plan, replay_group, transcript::inspect};
+use loopgate::replay::transcript::{convert_group, Converted, ConvertedPayload};
+use loopgate::replay::{
+    collect, convert, format::inspect, plan, replay_group, replay_session, Cli,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -53,6 +55,7 @@ fn nested_folders_sessions_and_non_transcripts() {
     let p = plan(found, |path| {
         Ok(inspect(&std::fs::read_to_string(path).unwrap()))
     });
+    assert!(p.groups.iter().all(|g| g.cli == Cli::Claude));
     assert_eq!(p.groups.len(), 2);
     assert_eq!(p.groups[1].label(), SESSION);
     assert_eq!(p.groups[1].subagents.len(), 1);
@@ -215,7 +218,7 @@ fn the_command_reports_sessions_totals_and_skipped_files() {
     let skipped: Vec<&str> = stderr.lines().filter(|l| l.contains("skipped")).collect();
     assert_eq!(
         skipped,
-        ["loopgate replay: skipped -home-dev-project/todos.jsonl: not a Claude Code transcript (no user or assistant message line)"]
+        ["loopgate replay: skipped -home-dev-project/todos.jsonl: not a session file of Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI or OpenCode"]
     );
     let summary = stdout
         .lines()
@@ -246,4 +249,448 @@ fn the_command_reports_sessions_totals_and_skipped_files() {
     let reports: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(reports[0]["file"], format!("{ROOT}/{FAILING}"));
     assert_eq!(reports[0]["calls"], 6);
+}
+
+// Other CLIs' session files (`tests/fixtures/replay/other-clis`): small, hand-trimmed files in
+// each CLI's own format, shaped after the real sessions of `../shared/corpus/other-clis` (Qwen
+// Code's after its chat recorder's record shape: no public Qwen session was found).
+
+const OTHER: &str = "tests/fixtures/replay/other-clis";
+const CODEX_MAIN: &str =
+    "codex/rollout-2026-06-27T00-44-24-019f0000-0000-7000-8000-000000000001.jsonl";
+const CODEX_CHILD: &str =
+    "codex/rollout-2026-06-27T00-46-31-019f0000-0000-7000-8000-000000000002.jsonl";
+const GEMINI: &str = "gemini/session-2026-04-14T15-30-0b2a6c4e.json";
+const QWEN: &str = "qwen/7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f.jsonl";
+const COPILOT: &str = "copilot/events.jsonl";
+const OPENCODE: &str = "opencode/ses_parent1.json";
+const OPENCODE_CHILD: &str = "opencode/ses_child1.json";
+
+fn other(rel: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(OTHER).join(rel)).unwrap()
+}
+
+/// The session's files converted as `loopgate replay` converts them (the CLI told from the
+/// first file's content).
+fn other_session(files: &[&str]) -> (Cli, Converted) {
+    let texts: Vec<String> = files.iter().map(|f| other(f)).collect();
+    let (cli, _) = inspect(&texts[0]);
+    let subs: Vec<&str> = texts[1..].iter().map(String::as_str).collect();
+    (cli, convert(cli, &texts[0], &subs, files[0]))
+}
+
+/// (event, tool_name or "") of every payload.
+fn tools(c: &Converted) -> Vec<(&str, String)> {
+    c.payloads
+        .iter()
+        .map(|p| {
+            let tool = p.payload["tool_name"].as_str().unwrap_or("").to_string();
+            (p.event, tool)
+        })
+        .collect()
+}
+
+fn time(s: &str) -> std::time::SystemTime {
+    humantime::parse_rfc3339(s).unwrap()
+}
+
+/// The payload of `event` for call `index`.
+fn of_call<'a>(c: &'a Converted, event: &str, index: usize) -> &'a ConvertedPayload {
+    c.payloads
+        .iter()
+        .find(|p| p.event == event && p.call_index == Some(index))
+        .unwrap_or_else(|| panic!("no {event} for call {index}"))
+}
+
+#[test]
+fn each_cli_is_told_from_the_file_and_subagents_join_their_parent() {
+    let found = collect(&[Path::new(env!("CARGO_MANIFEST_DIR")).join(OTHER)]).unwrap();
+    let p = plan(found, |path| {
+        Ok(inspect(&std::fs::read_to_string(path).unwrap()))
+    });
+    let groups: Vec<(Cli, &str, Vec<&str>)> = p
+        .groups
+        .iter()
+        .map(|g| {
+            let subs = g.subagents.iter().map(|f| f.label.as_str()).collect();
+            (g.cli, g.label(), subs)
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            (Cli::Codex, CODEX_MAIN, vec![CODEX_CHILD]),
+            (Cli::Copilot, COPILOT, vec![]),
+            (Cli::Gemini, GEMINI, vec![]),
+            (Cli::OpenCode, OPENCODE, vec![OPENCODE_CHILD]),
+            (Cli::Qwen, QWEN, vec![]),
+        ]
+    );
+    // A JSON file that is no session is named, not replayed.
+    assert_eq!(p.skipped.len(), 1);
+    assert_eq!(p.skipped[0].0, "opencode/package.json");
+}
+
+#[test]
+fn codex_rollouts_play_as_codex_hooks_fire() {
+    let (cli, c) = other_session(&[CODEX_MAIN, CODEX_CHILD]);
+    assert_eq!(cli, Cli::Codex);
+    // The hosted web search fires no hook; the subagent's code-mode cell is its one command.
+    assert_eq!(c.calls, 9);
+    let names: Vec<&str> = c.call_list.iter().map(|x| x.tool_name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "Bash",
+            "Bash",
+            "Bash",
+            "Edit",
+            "Bash",
+            "write_stdin",
+            "spawn_agent",
+            "Bash",
+            "Bash"
+        ]
+    );
+    // Unified exec's header is left out, its exit code read; 0.118's shell_command likewise.
+    let ok = of_call(&c, "PostToolUse", 1);
+    assert_eq!(
+        ok.payload["tool_response"]["stdout"],
+        "origin\tgit@github.com:example/app.git (fetch)\n"
+    );
+    assert!(of_call(&c, "PostToolUseFailure", 2).payload["error"]
+        .as_str()
+        .unwrap()
+        .contains("No such file or directory"));
+    assert_eq!(
+        of_call(&c, "PostToolUseFailure", 3).payload["error"],
+        "FAIL test/deploy.test.ts\n"
+    );
+    // The patch is the Edit the live dialect makes of it.
+    let edit = of_call(&c, "PreToolUse", 4);
+    assert_eq!(
+        edit.payload["tool_input"]["new_string"],
+        "const retries = 3;"
+    );
+    // A command still running when its call returned gets no Post event; its poll answers.
+    assert!(c
+        .payloads
+        .iter()
+        .all(|p| p.call_index != Some(5) || p.event == "PreToolUse"));
+    // The times of the rollout's lines, and the turn id as prompt_id.
+    let pre = of_call(&c, "PreToolUse", 3);
+    assert_eq!(pre.at, Some(time("2026-06-27T00:45:20Z")));
+    assert_eq!(
+        of_call(&c, "PostToolUseFailure", 3).at,
+        Some(time("2026-06-27T00:45:31Z"))
+    );
+    assert_eq!(pre.payload["prompt_id"], "turn-1");
+    // Codex's hooks give a shell call's workdir as cwd; a code-mode cell's is in its call.
+    assert_eq!(
+        of_call(&c, "PreToolUse", 9).payload["cwd"],
+        "/home/dev/project"
+    );
+    assert_eq!(pre.payload["tool_use_id"], "call_test");
+    // The subagent's call: its own agent, the parent's session; its turn ends with SubagentStop.
+    let sub = of_call(&c, "PreToolUse", 8);
+    assert_eq!(
+        sub.payload["agent_id"],
+        "019f0000-0000-7000-8000-000000000002"
+    );
+    assert_eq!(
+        sub.payload["session_id"],
+        "019f0000-0000-7000-8000-000000000001"
+    );
+    assert_eq!(sub.payload["tool_input"]["command"], "rg -n retries test");
+    let ends: Vec<(&str, Option<usize>)> = c
+        .payloads
+        .iter()
+        .filter(|p| p.event.ends_with("Stop"))
+        .map(|p| (p.event, p.call_index))
+        .collect();
+    // The second turn was interrupted: no Stop.
+    assert_eq!(ends, [("SubagentStop", Some(8)), ("Stop", Some(7))]);
+    assert_eq!(
+        tools(&c)
+            .iter()
+            .filter(|(e, _)| *e == "UserPromptSubmit")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn gemini_chats_play_as_gemini_hooks_fire() {
+    let (cli, c) = other_session(&[GEMINI]);
+    assert_eq!(cli, Cli::Gemini);
+    assert_eq!(c.calls, 6);
+    assert_eq!(
+        tools(&c),
+        [
+            ("UserPromptSubmit", "".into()),
+            ("PreToolUse", "Read".into()),
+            ("PreToolUse", "Read".into()),
+            ("PostToolUse", "Read".into()),
+            ("PostToolUseFailure", "Read".into()),
+            ("PreToolUse", "Bash".into()),
+            ("PostToolUseFailure", "Bash".into()),
+            ("PreToolUse", "Edit".into()),
+            ("PostToolUse", "Edit".into()),
+            // Refused by the person: the hook before it fired, none after; the turn was
+            // cancelled, so no Stop.
+            ("PreToolUse", "Bash".into()),
+            ("UserPromptSubmit", "".into()),
+            ("PreToolUse", "LS".into()),
+            ("PostToolUse", "LS".into()),
+            ("Stop", "".into()),
+        ]
+    );
+    // The shell's exit code, read where the live hook reads it; its PGID left out.
+    let failed = of_call(&c, "PostToolUseFailure", 3);
+    assert_eq!(
+        failed.payload["error"],
+        "Output: Error: unable to read media/logo.svg\nExit Code: 13"
+    );
+    // Started with its message, done at the call's own time.
+    assert_eq!(
+        of_call(&c, "PreToolUse", 3).at,
+        Some(time("2026-04-14T15:31:40Z"))
+    );
+    assert_eq!(failed.at, Some(time("2026-04-14T15:31:48.250Z")));
+    // Gemini's `replace` as Claude Code's Edit, its free-text instruction left out.
+    let edit = &of_call(&c, "PreToolUse", 4).payload["tool_input"];
+    assert_eq!(edit["file_path"], "package.json");
+    assert!(edit.get("instruction").is_none());
+    // Gemini's hooks carry no call id.
+    assert!(c
+        .payloads
+        .iter()
+        .all(|p| p.payload.get("tool_use_id").is_none()));
+}
+
+#[test]
+fn qwen_records_play_as_qwen_hooks_fire() {
+    let (cli, c) = other_session(&[QWEN]);
+    assert_eq!(cli, Cli::Qwen);
+    assert_eq!(c.calls, 4);
+    let events: Vec<&str> = c.payloads.iter().map(|p| p.event).collect();
+    assert_eq!(
+        events,
+        [
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUseFailure",
+            // Qwen's empty-prompt UserPromptSubmit before the next model request, read as the
+            // model turn's end.
+            "PostToolBatch",
+            "PreToolUse",
+            "PreToolUse",
+            "PostToolUse",
+            "PostToolUseFailure",
+            "PostToolBatch",
+            "PreToolUse",
+            "PostToolUse",
+            "PostToolBatch",
+            "Stop",
+            "UserPromptSubmit",
+            "Stop"
+        ]
+    );
+    let names: Vec<&str> = c.call_list.iter().map(|x| x.tool_name.as_str()).collect();
+    assert_eq!(names, ["Bash", "Read", "Edit", "Bash"]);
+    assert_eq!(
+        c.payloads[1].payload["prompt_id"],
+        "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f########0"
+    );
+    assert_eq!(c.payloads[1].payload["tool_use_id"], "call_0_0");
+    assert_eq!(c.payloads[2].at, Some(time("2026-05-02T10:00:20Z")));
+    assert!(c.payloads[7].payload["error"]
+        .as_str()
+        .unwrap()
+        .contains("has not been read"));
+}
+
+#[test]
+fn copilot_events_play_as_copilot_hooks_fire() {
+    let (cli, c) = other_session(&[COPILOT]);
+    assert_eq!(cli, Cli::Copilot);
+    assert_eq!(c.calls, 5);
+    let names: Vec<&str> = c.call_list.iter().map(|x| x.tool_name.as_str()).collect();
+    assert_eq!(names, ["Read", "Bash", "Task", "Grep", "Edit"]);
+    // Only the person's prompt: the CLI's injected instructions are not one.
+    let prompts = c
+        .payloads
+        .iter()
+        .filter(|p| p.event == "UserPromptSubmit")
+        .count();
+    assert_eq!(prompts, 1);
+    // `success: false`, and a shell's exit code in its text.
+    assert_eq!(
+        of_call(&c, "PostToolUseFailure", 1).payload["error"],
+        "Path does not exist"
+    );
+    let go = of_call(&c, "PostToolUseFailure", 2);
+    assert_eq!(
+        go.payload["error"],
+        "--- FAIL: TestRemove (0.01s)\nFAIL\nExit code 1"
+    );
+    assert_eq!(go.at, Some(time("2026-07-19T23:13:20Z")));
+    assert_eq!(
+        of_call(&c, "PreToolUse", 2).at,
+        Some(time("2026-07-19T23:13:05Z"))
+    );
+    // Copilot's edit keys as Claude Code's.
+    let edit = &of_call(&c, "PreToolUse", 5).payload["tool_input"];
+    assert_eq!(edit["file_path"], "/home/dev/project/pkg/tool/manager.go");
+    assert_eq!(edit["old_string"], "retries := 0");
+    // The subagent's call and its end; the turn ends at the agentStop hook.
+    assert_eq!(of_call(&c, "PreToolUse", 4).payload["agent_id"], "tc_task");
+    let ends: Vec<(&str, Option<usize>)> = c
+        .payloads
+        .iter()
+        .filter(|p| p.event.ends_with("Stop"))
+        .map(|p| (p.event, p.call_index))
+        .collect();
+    assert_eq!(ends, [("SubagentStop", Some(4)), ("Stop", Some(5))]);
+    assert_eq!(
+        c.payloads.last().unwrap().at,
+        Some(time("2026-07-19T23:14:01Z"))
+    );
+}
+
+#[test]
+fn opencode_exports_play_with_their_child_sessions() {
+    let (cli, c) = other_session(&[OPENCODE, OPENCODE_CHILD]);
+    assert_eq!(cli, Cli::OpenCode);
+    assert_eq!(c.calls, 6);
+    let names: Vec<&str> = c.call_list.iter().map(|x| x.tool_name.as_str()).collect();
+    assert_eq!(names, ["Bash", "Read", "Edit", "Bash", "Glob", "Bash"]);
+    // `metadata.exit` 1, an error status, and a command the person stopped.
+    assert_eq!(
+        of_call(&c, "PostToolUseFailure", 1).payload["error"],
+        "1 failing"
+    );
+    assert!(of_call(&c, "PostToolUseFailure", 2).payload["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("File not found"));
+    let stopped = of_call(&c, "PostToolUseFailure", 6);
+    assert_eq!(stopped.payload["is_interrupt"], true);
+    // `state.time` start and end (epoch ms).
+    assert_eq!(
+        of_call(&c, "PreToolUse", 1).at,
+        Some(native_ms(1_777_582_002_000))
+    );
+    assert_eq!(
+        of_call(&c, "PostToolUseFailure", 1).at,
+        Some(native_ms(1_777_582_010_000))
+    );
+    // OpenCode's keys as Claude Code's.
+    let edit = &of_call(&c, "PreToolUse", 3).payload["tool_input"];
+    assert_eq!(edit["file_path"], "/home/dev/project/src/sum.ts");
+    assert_eq!(edit["old_string"], "a - b");
+    // The CLI's own "Continue…" is no prompt; the child session is a subagent of the parent's.
+    let prompts = c
+        .payloads
+        .iter()
+        .filter(|p| p.event == "UserPromptSubmit")
+        .count();
+    assert_eq!(prompts, 2);
+    let glob = of_call(&c, "PreToolUse", 5);
+    assert_eq!(glob.payload["agent_id"], "ses_child1");
+    assert_eq!(glob.payload["session_id"], "ses_parent1");
+    // The first turn ends (Stop); the aborted one does not.
+    let ends: Vec<(&str, Option<usize>)> = c
+        .payloads
+        .iter()
+        .filter(|p| p.event.ends_with("Stop"))
+        .map(|p| (p.event, p.call_index))
+        .collect();
+    assert_eq!(ends, [("Stop", Some(4)), ("SubagentStop", Some(5))]);
+}
+
+fn native_ms(ms: u64) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)
+}
+
+#[test]
+fn the_command_names_each_sessions_cli() {
+    let (stdout, stderr) = replay_cmd(&["--json", OTHER]);
+    let reports: Value = serde_json::from_str(&stdout).unwrap();
+    let clis: Vec<(&str, &str)> = reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["cli"].as_str().unwrap(), r["file"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        clis,
+        [
+            ("codex", CODEX_MAIN),
+            ("copilot", COPILOT),
+            ("gemini", GEMINI),
+            ("opencode", OPENCODE),
+            ("qwen", QWEN),
+        ]
+    );
+    assert!(
+        stderr.contains("skipped opencode/package.json: not a session file"),
+        "{stderr}"
+    );
+    let (stdout, _) = replay_cmd(&[OTHER]);
+    let by_cli = stdout
+        .lines()
+        .find(|l| l.starts_with("by CLI: "))
+        .unwrap_or_else(|| panic!("no CLI line in {stdout}"));
+    assert!(by_cli.contains("codex 1 session, 9 calls"), "{by_cli}");
+    assert!(by_cli.contains("qwen 1 session, 4 calls"), "{by_cli}");
+}
+
+/// `../shared/corpus/other-clis`: public sessions of Codex, Gemini CLI, Copilot CLI and OpenCode
+/// in their own formats (see its SOURCES.md). Ordinary work: none of it may be blocked.
+const OTHER_CORPUS: &str = "../shared/corpus/other-clis";
+
+// Ignored while the engine still blocks one call of this corpus (not the replay's reading of it):
+// gemini/…c6__6a5f5ed92d…, call 4, guard: `mv "${f%.gif}-temp.gif" "$f"` inside a loop over
+// media/demo/*.gif, whose target the guard cannot resolve, is taken for a write to
+// .claude/loopgate.toml; the same command in a Claude Code transcript is blocked the same way.
+// Run with `cargo test --test integration replay -- --ignored`.
+#[test]
+#[ignore = "one would-be block from the guard, an engine false positive (see the comment)"]
+fn the_other_clis_corpus_replays_without_a_block() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(OTHER_CORPUS);
+    if !dir.is_dir() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{OTHER_CORPUS} is missing"
+        );
+        println!("skipped: no {OTHER_CORPUS}");
+        return;
+    }
+    let found = collect(&[dir]).unwrap();
+    let p = plan(found, |path| {
+        std::fs::read_to_string(path)
+            .map(|t| inspect(&t))
+            .map_err(|e| e.to_string())
+    });
+    assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+    let config = Config::default();
+    let mut blocks = Vec::new();
+    let mut calls = 0;
+    for g in &p.groups {
+        let read = |f: &loopgate::replay::Found| std::fs::read_to_string(&f.path).unwrap();
+        let main = g.main.as_ref().map(read).unwrap_or_default();
+        let subs: Vec<String> = g.subagents.iter().map(read).collect();
+        let subs: Vec<&str> = subs.iter().map(String::as_str).collect();
+        let r = replay_session(g.cli, &main, &subs, g.label(), &config);
+        calls += r.calls;
+        for f in r.fired.iter().filter(|f| f.is_block()) {
+            blocks.push(format!(
+                "{} call {:?} {} {}: {}",
+                r.file, f.call, f.detector, f.tool, f.reason
+            ));
+        }
+    }
+    assert!(calls > 4_000, "{calls} calls");
+    assert!(blocks.is_empty(), "{}", blocks.join("\n"));
 }

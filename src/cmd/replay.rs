@@ -1,11 +1,12 @@
-//! `loopgate replay <transcript.jsonl | dir>...`: every would-fire decision per session, then a
-//! summary by detector. Directories are searched recursively (`~/.claude/projects` works); each
-//! subagent transcript is replayed with its session; a file that is not a transcript is named on
-//! stderr, one line each.
+//! `loopgate replay <session file | dir>...`: every would-fire decision per session, then a
+//! summary by detector. Reads Claude Code transcripts, Codex rollouts, Gemini CLI and Qwen Code
+//! chats, Copilot CLI session events and OpenCode exports, each told from its content.
+//! Directories are searched recursively (`~/.claude/projects` works); each subagent's file is
+//! replayed with its session; a file that is none of these is named on stderr, one line each.
 
 use crate::config::Config;
-use crate::replay::transcript::inspect;
-use crate::replay::{collect, plan, replay_group, tally, SessionReport};
+use crate::replay::format::inspect;
+use crate::replay::{collect, plan, replay_session, tally, Cli, SessionReport};
 use crate::words::count;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -62,7 +63,7 @@ pub fn run(paths: &[PathBuf], config: &Config, as_json: bool, blocks_only: bool)
             }
         }
         let sub_refs: Vec<&str> = subs.iter().map(String::as_str).collect();
-        let mut r = replay_group(&main, &sub_refs, g.label(), config);
+        let mut r = replay_session(g.cli, &main, &sub_refs, g.label(), config);
         if g.main.is_some() {
             r.subagent_files = sub_labels;
         } else {
@@ -79,7 +80,7 @@ pub fn run(paths: &[PathBuf], config: &Config, as_json: bool, blocks_only: bool)
     if reports.is_empty() {
         let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         anyhow::bail!(
-            "no transcripts found in {} (Claude Code keeps them as .jsonl files under ~/.claude/projects)",
+            "no transcripts found in {} (Claude Code keeps them as .jsonl files under ~/.claude/projects; Codex under ~/.codex/sessions, Gemini CLI under ~/.gemini/tmp, Qwen Code under ~/.qwen/projects, Copilot CLI under ~/.copilot/session-state; OpenCode's come from `opencode export`)",
             shown.join(", ")
         );
     }
@@ -113,8 +114,9 @@ fn print_session(r: &SessionReport, blocks_only: bool) {
         )
     };
     println!(
-        "== {}{with} ({}, {} in subagents): {}, {}",
+        "== {} ({}){with} ({}, {} in subagents): {}, {}",
         r.file,
+        r.cli.name(),
         count(r.calls as u64, "call"),
         r.subagent_calls,
         count((r.fired.len() - blocks) as u64, "warning"),
@@ -173,6 +175,9 @@ fn print_summary(reports: &[SessionReport], skipped: usize) {
         blocks,
         skipped
     );
+    if reports.iter().any(|r| r.cli != Cli::Claude) {
+        println!("{}", by_cli(reports));
+    }
     println!(
         "{:<22} {:>9} {:>15}",
         "detector", "warnings", "would-be blocks"
@@ -185,4 +190,36 @@ fn print_summary(reports: &[SessionReport], skipped: usize) {
         "\n{}\n  (each loop from its first repeat to its last decision; main transcripts only)",
         crate::cost::total(&loops)
     );
+}
+
+/// Sessions, calls and would-be blocks per CLI, in the order of [`Cli`].
+fn by_cli(reports: &[SessionReport]) -> String {
+    let mut parts = Vec::new();
+    for cli in [
+        Cli::Claude,
+        Cli::Codex,
+        Cli::Gemini,
+        Cli::Qwen,
+        Cli::Copilot,
+        Cli::OpenCode,
+    ] {
+        let mine: Vec<_> = reports.iter().filter(|r| r.cli == cli).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let calls: usize = mine.iter().map(|r| r.calls).sum();
+        let blocks = mine
+            .iter()
+            .flat_map(|r| &r.fired)
+            .filter(|f| f.is_block())
+            .count();
+        parts.push(format!(
+            "{} {}, {}, {}",
+            cli.name(),
+            count(mine.len() as u64, "session"),
+            count(calls as u64, "call"),
+            count(blocks as u64, "would-be block")
+        ));
+    }
+    format!("by CLI: {}", parts.join("; "))
 }

@@ -123,6 +123,12 @@ fn copilot_identity(p: &mut Map<String, Value>) {
 fn canonical_tool(agent: Agent, p: &Map<String, Value>) -> (String, Value) {
     let name = p.get("tool_name").and_then(Value::as_str).unwrap_or("");
     let input = p.get("tool_input").cloned().unwrap_or(Value::Null);
+    canonical_call(agent, name, input)
+}
+
+/// A call `agent` names `name` with `input`, under Claude Code's tool name and input keys: what
+/// the live hook judges, and what `loopgate replay` judges for a session this CLI recorded.
+pub fn canonical_call(agent: Agent, name: &str, input: Value) -> (String, Value) {
     let claude = match (agent, name) {
         (Agent::Codex, "apply_patch") => return patch::as_claude_call(&input),
         (Agent::Gemini | Agent::Qwen, "run_shell_command") => "Bash",
@@ -187,25 +193,43 @@ fn answer(agent: Agent, tool: &str, p: &mut Map<String, Value>) -> Option<String
         .remove("tool_response")
         .or_else(|| p.remove("tool_result"))
         .unwrap_or(Value::Null);
-    let (text, failed) = match agent {
-        Agent::Codex => codex_text(tool, &raw),
-        Agent::Gemini | Agent::Qwen => llm_text(&raw),
-        Agent::Copilot => copilot_text(&raw),
-        Agent::Claude => {
-            p.insert("tool_response".into(), raw);
-            return None;
-        }
-    };
-    if failed {
-        return Some(text);
+    if agent == Agent::Claude {
+        p.insert("tool_response".into(), raw);
+        return None;
     }
-    let response = if tool == "Bash" {
+    match recorded_answer(agent, tool, &raw, None) {
+        Ok(response) => {
+            p.insert("tool_response".into(), response);
+            None
+        }
+        Err(failure) => Some(failure),
+    }
+}
+
+/// A call's answer in `agent`'s shape (the `tool_response` its hook gets), as the live hook reads
+/// it: `Ok(tool_response)` in Claude Code's shape, or `Err(error text)` for a failure. `failed`
+/// is what the caller already knows (`loopgate replay`: the exit code a session file recorded);
+/// `None` leaves it to the text, as the live hook must.
+pub fn recorded_answer(
+    agent: Agent,
+    tool: &str,
+    raw: &Value,
+    failed: Option<bool>,
+) -> Result<Value, String> {
+    let (text, said_failed) = match agent {
+        Agent::Codex => codex_text(tool, raw),
+        Agent::Gemini | Agent::Qwen => llm_text(raw),
+        Agent::Copilot => copilot_text(raw),
+        Agent::Claude => return Ok(raw.clone()),
+    };
+    if failed.unwrap_or(said_failed) {
+        return Err(text);
+    }
+    Ok(if tool == "Bash" {
         serde_json::json!({"stdout": text, "stderr": ""})
     } else {
         Value::String(text)
-    };
-    p.insert("tool_response".into(), response);
-    None
+    })
 }
 
 /// Codex gives a shell call's output as a bare string, with no exit code (observed: exit 0 and

@@ -61,6 +61,7 @@ mod input;
 mod output;
 mod patch;
 
+pub use input::{canonical_call, recorded_answer};
 pub use output::answer;
 
 use crate::payload::{Event, Payload};

@@ -1,6 +1,10 @@
-//! `loopgate replay`: real Claude Code transcripts fed offline through the same engine, in observe
-//! mode with in-memory state (nothing on disk is touched), so every decision a session would have
-//! met can be read and judged.
+//! `loopgate replay`: real sessions fed offline through the same engine, in observe mode with
+//! in-memory state (nothing on disk is touched), so every decision a session would have met can be
+//! read and judged. Claude Code transcripts ([`transcript`]), Codex rollouts ([`codex`]), Gemini
+//! CLI and Qwen Code chats ([`gemini`]), Copilot CLI session events ([`copilot`]) and OpenCode
+//! exports ([`opencode`]) are read, each told from its content ([`format::inspect`]); each
+//! becomes the hook payloads its CLI would have fired, in Claude Code's shape, judged with that
+//! CLI's capabilities as its live hook is.
 //!
 //! Each event is judged at the transcript's own time (`Ctx::now_ms`). The Stop gate is judged too,
 //! from the session's ledger alone: replay reads no worktree (the files a transcript touched are
@@ -10,7 +14,15 @@
 //! `stop_hook_active: true`; replay plays that second Stop at once (the transcript cannot show what
 //! the model would have done in between) and then follows the transcript again.
 
+pub mod codex;
+pub mod copilot;
+pub mod format;
+pub mod gemini;
+mod native;
+pub mod opencode;
 pub mod transcript;
+
+pub use format::Cli;
 
 use crate::config::{Config, Mode};
 use crate::engine::{self, decision_name, Ctx};
@@ -61,6 +73,8 @@ impl Fired {
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionReport {
     pub file: String,
+    /// The CLI that recorded the session.
+    pub cli: Cli,
     /// Subagent transcripts replayed with this session.
     pub subagent_files: Vec<String>,
     pub session: String,
@@ -79,29 +93,77 @@ pub fn replay_text(text: &str, name: &str, config: &Config) -> SessionReport {
     replay_group(text, &[], name, config)
 }
 
-/// Replays a session's main transcript (may be empty) with its subagents' transcripts.
+/// Replays a Claude Code session's main transcript (may be empty) with its subagents' transcripts.
 pub fn replay_group(main: &str, subagents: &[&str], name: &str, config: &Config) -> SessionReport {
+    replay_session(Cli::Claude, main, subagents, name, config)
+}
+
+/// A session file of `cli` (may be empty) with its subagents' files, as the hook payloads that
+/// CLI would have fired.
+pub fn convert(cli: Cli, main: &str, subagents: &[&str], name: &str) -> transcript::Converted {
+    match cli {
+        Cli::Claude => transcript::convert_group(main, subagents, name),
+        Cli::Codex => codex::convert_group(main, subagents, name),
+        Cli::Gemini | Cli::Qwen => {
+            // A chat has no subagent files of its own: each is replayed as it is.
+            let text = if main.trim().is_empty() {
+                subagents.first().copied().unwrap_or("")
+            } else {
+                main
+            };
+            gemini::convert(cli, text, name)
+        }
+        Cli::Copilot => {
+            let text = if main.trim().is_empty() {
+                subagents.first().copied().unwrap_or("")
+            } else {
+                main
+            };
+            copilot::convert(text, name)
+        }
+        Cli::OpenCode => opencode::convert_group(main, subagents, name),
+    }
+}
+
+/// Replays a session of `cli`: its main file (may be empty) with its subagents' files.
+pub fn replay_session(
+    cli: Cli,
+    main: &str,
+    subagents: &[&str],
+    name: &str,
+    config: &Config,
+) -> SessionReport {
     let mut cfg = config.clone();
     cfg.mode = Mode::Observe;
-    let conv = transcript::convert_group(main, subagents, name);
+    let conv = convert(cli, main, subagents, name);
+    // Only Claude Code says whether a person is watching; for the others, as their live hooks,
+    // it is unknown.
+    let attended = (cli == Cli::Claude).then_some(false);
     let mut states: HashMap<String, SessionState> = HashMap::new();
     let (fired, stops) = judge_all(&conv.payloads, |payload, event, now_ms| {
         let ctx = Ctx {
             config: &cfg,
             now_ms,
             project_dir: Some(Path::new(NO_PROJECT)),
-            attended: Some(false),
+            attended,
             worktree: &LedgerOnly,
             state_dir: None,
-            caps: crate::dialect::Agent::Claude.caps(),
+            caps: cli.caps(),
         };
         let state = states
             .entry(payload.session_id.clone())
             .or_insert_with(|| SessionState::new(&payload.session_id, now_ms));
         engine::handle(state, payload, event, &ctx)
     });
+    // Token usage is read from Claude Code transcripts only.
+    let loops = if cli == Cli::Claude {
+        crate::cost::read(main).loops(&decisions(&fired))
+    } else {
+        Vec::new()
+    };
     SessionReport {
         file: name.to_string(),
+        cli,
         subagent_files: Vec::new(),
         session: conv.sessions_id,
         calls: conv.calls,
@@ -110,7 +172,7 @@ pub fn replay_group(main: &str, subagents: &[&str], name: &str, config: &Config)
             .iter()
             .filter(|c| c.agent_id.is_some())
             .count(),
-        loops: crate::cost::read(main).loops(&decisions(&fired)),
+        loops,
         stops,
         fired,
     }
@@ -230,7 +292,7 @@ pub struct Found {
 /// is three levels).
 const MAX_DEPTH: usize = 8;
 
-/// The files named, and the `.jsonl` files under the directories named (searched recursively,
+/// The files named, and the `.jsonl` and `.json` files under the directories named (searched recursively,
 /// without following symlinked directories; each directory's files in name order, then its
 /// subdirectories). A path that does not exist is an error.
 pub fn collect(paths: &[PathBuf]) -> std::io::Result<Vec<Found>> {
@@ -258,7 +320,11 @@ fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<Found>) -> std::io:
         let Ok(ft) = e.file_type() else { continue };
         if ft.is_dir() {
             subdirs.push(path);
-        } else if path.extension().is_some_and(|x| x == "jsonl") && path.is_file() {
+        } else if path
+            .extension()
+            .is_some_and(|x| x == "jsonl" || x == "json")
+            && path.is_file()
+        {
             let label = path
                 .strip_prefix(root)
                 .unwrap_or(&path)
@@ -278,8 +344,9 @@ fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<Found>) -> std::io:
 
 /// A session to replay: its main transcript (absent when only subagent transcripts were found)
 /// and its subagents' transcripts.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Group {
+    pub cli: Cli,
     pub main: Option<Found>,
     pub subagents: Vec<Found>,
 }
@@ -294,46 +361,53 @@ impl Group {
     }
 }
 
-/// Sorts files into sessions: a subagent transcript joins the main transcript with the same
-/// `sessionId`, or, with none at hand, the other subagent transcripts of that session. Files that
-/// are not transcripts come back with the reason.
-pub fn plan(found: Vec<Found>, kind_of: impl Fn(&Path) -> Result<Kind, String>) -> Plan {
+/// Sorts files into sessions: a subagent's file joins the main file of the same CLI with the
+/// same session id (Claude Code's `sessionId`, the parent thread of a Codex subagent rollout, the
+/// parent session of an OpenCode child), or, with none at hand, the other subagent files of that
+/// session. Files that are no session file come back with the reason.
+pub fn plan(found: Vec<Found>, kind_of: impl Fn(&Path) -> Result<(Cli, Kind), String>) -> Plan {
     let mut groups: Vec<Group> = Vec::new();
-    let mut main_of: HashMap<String, usize> = HashMap::new();
-    let mut orphans_of: HashMap<String, usize> = HashMap::new();
-    let mut pending: Vec<(Option<String>, Found)> = Vec::new();
+    let mut main_of: HashMap<(Cli, String), usize> = HashMap::new();
+    let mut orphans_of: HashMap<(Cli, String), usize> = HashMap::new();
+    let mut pending: Vec<(Cli, Option<String>, Found)> = Vec::new();
     let mut skipped = Vec::new();
     for f in found {
         match kind_of(&f.path) {
             Err(why) => skipped.push((f.label, why)),
-            Ok(Kind::NotTranscript) => skipped.push((
-                f.label,
-                "not a Claude Code transcript (no user or assistant message line)".to_string(),
-            )),
-            Ok(Kind::Session { session_id }) => {
+            Ok((_, Kind::NotTranscript)) => skipped.push((f.label, NOT_A_SESSION.to_string())),
+            Ok((cli, Kind::Session { session_id })) => {
                 if let Some(s) = session_id {
-                    main_of.entry(s).or_insert(groups.len());
+                    main_of.entry((cli, s)).or_insert(groups.len());
                 }
                 groups.push(Group {
+                    cli,
                     main: Some(f),
                     subagents: Vec::new(),
                 });
             }
-            Ok(Kind::Subagent { session_id }) => pending.push((session_id, f)),
+            Ok((cli, Kind::Subagent { session_id })) => pending.push((cli, session_id, f)),
         }
     }
-    for (session, f) in pending {
-        let target = match &session {
-            Some(s) => match main_of.get(s).or(orphans_of.get(s)) {
-                Some(&i) => i,
-                None => {
-                    orphans_of.insert(s.clone(), groups.len());
-                    groups.push(Group::default());
-                    groups.len() - 1
+    for (cli, session, f) in pending {
+        let alone = Group {
+            cli,
+            main: None,
+            subagents: Vec::new(),
+        };
+        let target = match session {
+            Some(s) => {
+                let k = (cli, s);
+                match main_of.get(&k).or(orphans_of.get(&k)) {
+                    Some(&i) => i,
+                    None => {
+                        orphans_of.insert(k, groups.len());
+                        groups.push(alone);
+                        groups.len() - 1
+                    }
                 }
-            },
+            }
             None => {
-                groups.push(Group::default());
+                groups.push(alone);
                 groups.len() - 1
             }
         };
@@ -341,6 +415,10 @@ pub fn plan(found: Vec<Found>, kind_of: impl Fn(&Path) -> Result<Kind, String>) 
     }
     Plan { groups, skipped }
 }
+
+/// Why a file is not replayed.
+pub const NOT_A_SESSION: &str = "not a session file of Claude Code, Codex, Gemini CLI, Qwen Code, \
+    Copilot CLI or OpenCode";
 
 #[derive(Debug, Default)]
 pub struct Plan {
@@ -438,7 +516,7 @@ mod tests {
         let p = plan(files.iter().map(|f| found(f)).collect(), |p| {
             let s = p.to_string_lossy();
             let session = |id: &str| Some(id.to_string());
-            Ok(match s.as_ref() {
+            let kind = match s.as_ref() {
                 "a.jsonl" => Kind::Session {
                     session_id: session("A"),
                 },
@@ -449,7 +527,8 @@ mod tests {
                 _ => Kind::Subagent {
                     session_id: session("B"),
                 },
-            })
+            };
+            Ok((Cli::Claude, kind))
         });
         assert_eq!(p.groups.len(), 2);
         assert_eq!(p.groups[0].label(), "a.jsonl");

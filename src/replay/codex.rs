@@ -1,0 +1,522 @@
+//! Codex rollouts (`$CODEX_HOME/sessions/…/rollout-…-<thread>.jsonl`): one
+//! `{"timestamp", "type", "payload"}` object per line, written by the terminal CLI and by Codex
+//! Desktop alike.
+//!
+//! What is read, and how:
+//! - `event_msg` `user_message` → UserPromptSubmit (its `prompt_id` the turn's `turn_id`, as
+//!   Codex's hooks carry it); `task_started` opens a turn, `task_complete` ends it (Stop, with its
+//!   `last_agent_message`), `turn_aborted` interrupts it (no Stop);
+//! - `response_item` `function_call` / `custom_tool_call` → PreToolUse at its line's time, its
+//!   `*_output` (paired by `call_id`) → PostToolUse or PostToolUseFailure at that line's time.
+//!   Tool names as Codex's hooks give them: a shell command (`shell_command`, unified exec's
+//!   `exec_command`, 0.144 code mode's `exec` cell holding one `tools.exec_command`) is `Bash`
+//!   with `{command}`, a patch `apply_patch` with `{command: <patch>}` (then Write or Edit, as the
+//!   live dialect maps it); other tools keep their names (`write_stdin`, `update_plan`,
+//!   `spawn_agent`, `wait_agent`, …);
+//! - success or failure: the exit code the rollout records (`exec_command_end`, the output's
+//!   `Exit code: N` or `Process exited with code N`, a patch's `metadata.exit_code`, a code-mode
+//!   cell's `exit_code`); with none (a code-mode cell that printed only the output), the text, as
+//!   the live hook judges it. The answer is the command's output without the header (chunk id,
+//!   wall time, token count), which is what Codex's hook gets;
+//! - a command still running when its call returned (`Process running with session ID N`) gets
+//!   no Post event, as Codex fires none; the `write_stdin` polls that follow are calls of their own;
+//! - hosted tools (`web_search_call`, `tool_search_call`) run no local tool and fire no hook;
+//! - a subagent's rollout (`session_meta.parent_thread_id`) is merged into its parent's by time:
+//!   its calls carry `agent_id` (its thread id) and `agent_type`, the parent's `session_id`, and
+//!   each of its turns ends with SubagentStop.
+
+use super::native::{self, Answer, Step, Timed, Who};
+use super::transcript::{parse_time, Converted};
+use super::Cli;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// Converts a session's rollout (may be empty) with its subagents' rollouts.
+pub fn convert_group(main: &str, subagents: &[&str], fallback_session_id: &str) -> Converted {
+    let mut skipped = 0;
+    let mut session_id = None;
+    let mut files = Vec::new();
+    for (i, text) in std::iter::once(main)
+        .chain(subagents.iter().copied())
+        .enumerate()
+    {
+        if text.trim().is_empty() {
+            continue;
+        }
+        let r = read(text);
+        skipped += r.skipped;
+        if session_id.is_none() {
+            session_id = if i == 0 {
+                r.id.clone()
+            } else {
+                r.parent.clone()
+            };
+        }
+        files.push(r.steps);
+    }
+    let session_id = session_id.unwrap_or_else(|| fallback_session_id.to_string());
+    native::build(Cli::Codex, session_id, files, skipped)
+}
+
+struct Rollout {
+    id: Option<String>,
+    parent: Option<String>,
+    steps: Vec<Timed>,
+    skipped: usize,
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+fn read(text: &str) -> Rollout {
+    let mut r = Rollout {
+        id: None,
+        parent: None,
+        steps: Vec::new(),
+        skipped: 0,
+    };
+    let mut who: Option<Who> = None;
+    let mut meta_seen = false;
+    // Per call: its tool as replayed, and the exit code an `exec_command_end` reported.
+    let mut tools: HashMap<String, String> = HashMap::new();
+    let mut exit_codes: HashMap<String, i64> = HashMap::new();
+    // The success of the last patch applied (code-mode patches report it only this way).
+    let mut patch_ok: Option<bool> = None;
+    let mut turn_id: Option<String> = None;
+    for raw in text.lines() {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            continue;
+        }
+        let Ok(line) = serde_json::from_str::<Value>(raw) else {
+            r.skipped += 1;
+            continue;
+        };
+        let at = str_at(&line, "/timestamp").and_then(parse_time);
+        let p = &line["payload"];
+        let mut found: Vec<Step> = Vec::new();
+        let mut push = |step: Step| found.push(step);
+        match (str_at(&line, "/type"), str_at(p, "/type")) {
+            (Some("session_meta"), _) => {
+                if meta_seen {
+                    continue; // a resumed session repeats it
+                }
+                meta_seen = true;
+                r.id = str_at(p, "/id").map(str::to_string);
+                r.parent = str_at(p, "/parent_thread_id")
+                    .or_else(|| str_at(p, "/source/subagent/thread_spawn/parent_thread_id"))
+                    .map(str::to_string);
+                let is_subagent = r.parent.is_some() || p.pointer("/source/subagent").is_some();
+                if is_subagent {
+                    let kind = str_at(p, "/source/subagent/thread_spawn/agent_role")
+                        .or_else(|| str_at(p, "/source/subagent"))
+                        .unwrap_or("default");
+                    who = Some(Who {
+                        id: r.id.clone().unwrap_or_else(|| "subagent".into()),
+                        kind: kind.to_string(),
+                    });
+                }
+                if let Some(cwd) = str_at(p, "/cwd") {
+                    push(Step::Cwd(cwd.to_string()));
+                }
+            }
+            (Some("turn_context"), _) => {
+                if let Some(cwd) = str_at(p, "/cwd") {
+                    push(Step::Cwd(cwd.to_string()));
+                }
+            }
+            (Some("event_msg"), Some("task_started")) => {
+                turn_id = str_at(p, "/turn_id").map(str::to_string);
+                push(Step::Begin {
+                    who: who.clone(),
+                    prompt_id: turn_id.clone(),
+                });
+            }
+            // A subagent's task fires UserPromptSubmit in Codex, which loopgate does not count
+            // as a prompt of the person's.
+            (Some("event_msg"), Some("user_message")) if who.is_none() => {
+                let text = str_at(p, "/message").unwrap_or("").to_string();
+                push(Step::Prompt {
+                    text,
+                    prompt_id: turn_id.clone(),
+                });
+            }
+            (Some("event_msg"), Some("task_complete")) => push(Step::End {
+                who: who.clone(),
+                last_message: str_at(p, "/last_agent_message").map(str::to_string),
+            }),
+            (Some("event_msg"), Some("turn_aborted")) => push(Step::Interrupt { who: who.clone() }),
+            (Some("event_msg"), Some("exec_command_end")) => {
+                if let (Some(id), Some(code)) = (str_at(p, "/call_id"), p["exit_code"].as_i64()) {
+                    exit_codes.insert(id.to_string(), code);
+                }
+            }
+            (Some("event_msg"), Some("patch_apply_end")) => {
+                patch_ok = p["success"].as_bool();
+            }
+            (Some("response_item"), Some("message")) if str_at(p, "/role") == Some("assistant") => {
+                push(Step::Say {
+                    who: who.clone(),
+                    text: message_text(&p["content"]),
+                });
+            }
+            (Some("response_item"), Some("function_call" | "custom_tool_call")) => {
+                let Some(id) = str_at(p, "/call_id") else {
+                    continue;
+                };
+                let name = str_at(p, "/name").unwrap_or("");
+                let (name, input) = as_hook_call(name, p);
+                tools.insert(id.to_string(), name.clone());
+                patch_ok = None;
+                push(Step::Call {
+                    who: who.clone(),
+                    id: id.to_string(),
+                    name,
+                    input,
+                    cwd: workdir(p),
+                });
+            }
+            (Some("response_item"), Some("function_call_output" | "custom_tool_call_output")) => {
+                let Some(id) = str_at(p, "/call_id") else {
+                    continue;
+                };
+                let tool = tools.get(id).map(String::as_str).unwrap_or("");
+                let output = output_text(&p["output"]);
+                let step = match answer(tool, &output, exit_codes.get(id).copied(), patch_ok) {
+                    Some(answer) => Step::Answer {
+                        who: who.clone(),
+                        id: id.to_string(),
+                        answer,
+                    },
+                    // Still running: Codex fires no PostToolUse; the polls that follow tell.
+                    None => Step::NoAnswer {
+                        who: who.clone(),
+                        id: id.to_string(),
+                    },
+                };
+                push(step);
+            }
+            _ => {}
+        }
+        r.steps
+            .extend(found.into_iter().map(|step| Timed { at, step }));
+    }
+    r
+}
+
+/// The directory a shell call ran in (`workdir`), which Codex's hooks give as `cwd`; a
+/// code-mode cell's is inside its one call.
+fn workdir(p: &Value) -> Option<String> {
+    let args = match &p["arguments"] {
+        Value::String(s) => serde_json::from_str::<Value>(s).ok()?,
+        _ => match &p["input"] {
+            Value::String(cell) => {
+                return js_field(
+                    cell.get(cell.find("tools.exec_command(")?..)?.get(19..)?,
+                    "workdir",
+                )
+            }
+            _ => return None,
+        },
+    };
+    args.get("workdir")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// An assistant message's text.
+fn message_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|i| i.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// A tool output: a string, or (custom tools) a list of `input_text` items.
+fn output_text(output: &Value) -> String {
+    match output {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|i| i.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The call as Codex's hooks name it: the shell tool is `Bash` with only `{command}`, a patch is
+/// `apply_patch` with `{command: <patch>}`, a code-mode cell is the one tool it calls.
+fn as_hook_call(name: &str, p: &Value) -> (String, Value) {
+    let args = match (&p["arguments"], &p["input"]) {
+        (Value::String(s), _) => serde_json::from_str(s).unwrap_or_else(|_| json!({ "input": s })),
+        (Value::Null, Value::String(s)) => Value::String(s.clone()),
+        (v @ Value::Object(_), _) => v.clone(),
+        _ => json!({}),
+    };
+    match name {
+        "shell_command" | "exec_command" | "shell" | "local_shell" => {
+            let command = match args.get("command").or_else(|| args.get("cmd")) {
+                Some(Value::String(s)) => s.clone(),
+                // `shell`: ["bash", "-lc", "<command>"]
+                Some(Value::Array(argv)) => argv
+                    .last()
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                _ => String::new(),
+            };
+            ("Bash".into(), json!({ "command": command }))
+        }
+        "apply_patch" => {
+            let patch = match &args {
+                Value::String(s) => s.clone(),
+                v => v
+                    .get("input")
+                    .or_else(|| v.get("patch"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            };
+            ("apply_patch".into(), json!({ "command": patch }))
+        }
+        "exec" => match args.as_str().and_then(code_cell_call) {
+            Some(call) => call,
+            None => (
+                "exec".into(),
+                json!({ "code": args.as_str().unwrap_or_default() }),
+            ),
+        },
+        _ => (
+            name.to_string(),
+            match args {
+                v @ Value::Object(_) => v,
+                other => json!({ "input": other }),
+            },
+        ),
+    }
+}
+
+/// The one tool a code-mode cell calls (`await tools.exec_command({...})`), as if called directly.
+fn code_cell_call(cell: &str) -> Option<(String, Value)> {
+    let mut calls = Vec::new();
+    let mut rest = cell;
+    while let Some(i) = rest.find("tools.") {
+        let after = &rest[i + 6..];
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let tail = &after[name.len()..];
+        if !name.is_empty() && tail.starts_with('(') {
+            calls.push((name, &tail[1..]));
+        }
+        rest = after;
+    }
+    let [(name, arg)] = calls.as_slice() else {
+        return None;
+    };
+    let arg = arg.trim_start();
+    match name.as_str() {
+        "exec_command" => {
+            let command = js_field(arg, "cmd")?;
+            Some(("Bash".into(), json!({ "command": command })))
+        }
+        "apply_patch" => {
+            // `tools.apply_patch(patch)` after `const patch = "…"`, or the literal itself.
+            let patch = if arg.starts_with('"') {
+                first_json::<String>(arg)?
+            } else {
+                let var: String = arg
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let decl = format!("{var} = ");
+                let at = cell.find(&decl)? + decl.len();
+                first_json::<String>(&cell[at..])?
+            };
+            Some(("apply_patch".into(), json!({ "command": patch })))
+        }
+        _ => {
+            let input = first_json::<Value>(arg)
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({ "code": cell }));
+            Some((name.clone(), input))
+        }
+    }
+}
+
+/// The first JSON value at the start of `s` (what follows it is ignored).
+fn first_json<T: serde::de::DeserializeOwned>(s: &str) -> Option<T> {
+    serde_json::Deserializer::from_str(s)
+        .into_iter::<T>()
+        .next()?
+        .ok()
+}
+
+/// A string field of a JS object literal (`{"cmd": "…"}` or `{cmd: "…"}`).
+fn js_field(obj: &str, field: &str) -> Option<String> {
+    if let Some(v) = first_json::<Value>(obj) {
+        return v.get(field)?.as_str().map(str::to_string);
+    }
+    for key in [format!("\"{field}\":"), format!("{field}:")] {
+        if let Some(i) = obj.find(&key) {
+            return first_json::<String>(obj[i + key.len()..].trim_start());
+        }
+    }
+    None
+}
+
+/// The output without the header Codex puts before it, and the exit code the header gives
+/// (`None` when it gives none; `Some(None)` when the process is still running).
+fn split_header(output: &str) -> (String, Option<Option<i64>>) {
+    let mut code = None;
+    let mut body_at = None;
+    let mut offset = 0;
+    for line in output.split_inclusive('\n') {
+        let l = line.trim_end();
+        if let Some(n) = l.strip_prefix("Exit code: ") {
+            code = n.trim().parse().ok().map(Some);
+        } else if let Some(n) = l.strip_prefix("Process exited with code ") {
+            code = n.trim().parse().ok().map(Some);
+        } else if l.starts_with("Process running with session ID ") {
+            code = Some(None);
+        } else if l == "Output:" {
+            body_at = Some(offset + line.len());
+            break;
+        } else if !(l.starts_with("Chunk ID: ")
+            || l.starts_with("Wall time")
+            || l.starts_with("Original token count: ")
+            || l.starts_with("Total output lines: ")
+            || l.starts_with("Script completed"))
+        {
+            break;
+        }
+        offset += line.len();
+    }
+    match body_at {
+        Some(at) => (output[at..].to_string(), code),
+        None => (output.to_string(), None),
+    }
+}
+
+/// The answer as Codex's hook gets it, and whether the call failed; `None`: the command was still
+/// running when the call returned.
+fn answer(
+    tool: &str,
+    output: &str,
+    exit_code: Option<i64>,
+    patch_ok: Option<bool>,
+) -> Option<Answer> {
+    if output.starts_with("execution error:") || output.starts_with("exec_command failed") {
+        return Some(Answer::new(json!(output), Some(true)));
+    }
+    let code_mode = output.starts_with("Script ");
+    let (mut body, mut code) = split_header(output);
+    if code_mode {
+        if !output.starts_with("Script completed") {
+            return Some(Answer::new(json!(body), Some(true)));
+        }
+        // `text(JSON.stringify(r))`: the call's own result, exit code included.
+        if let Ok(Value::Object(r)) = serde_json::from_str::<Value>(body.trim()) {
+            if let Some(out) = r.get("output").and_then(Value::as_str) {
+                code = match r.get("exit_code") {
+                    Some(Value::Number(n)) => n.as_i64().map(Some),
+                    _ if r.contains_key("session_id") => Some(None),
+                    _ => None,
+                };
+                body = out.to_string();
+            }
+        }
+    }
+    if tool == "apply_patch" || tool == "Write" || tool == "Edit" {
+        // `{"output": "Success. …", "metadata": {"exit_code": 0}}`, or the failure's text.
+        if let Ok(Value::Object(r)) = serde_json::from_str::<Value>(output) {
+            let text = r.get("output").and_then(Value::as_str).unwrap_or("");
+            let code = r
+                .get("metadata")
+                .and_then(|m| m.get("exit_code"))
+                .and_then(Value::as_i64);
+            return Some(Answer::new(json!(text), code.map(|c| c != 0)));
+        }
+        if output.starts_with("apply_patch verification failed") {
+            return Some(Answer::new(json!(output), Some(true)));
+        }
+        if code_mode {
+            return Some(Answer::new(json!(body), patch_ok.map(|ok| !ok)));
+        }
+    }
+    match code.or(exit_code.map(Some)) {
+        Some(None) => None,
+        Some(Some(c)) => Some(Answer::new(json!(body), Some(c != 0))),
+        None => Some(Answer::new(json!(body), None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_left_out_and_exit_codes_read() {
+        let (body, code) = split_header(
+            "Chunk ID: e7b603\nWall time: 0.0000 seconds\nProcess exited with code 2\nOriginal token count: 5\nOutput:\nboom\n",
+        );
+        assert_eq!((body.as_str(), code), ("boom\n", Some(Some(2))));
+        let (body, code) = split_header(
+            "Exit code: 0\nWall time: 0.1 seconds\nTotal output lines: 3\nOutput:\na\n",
+        );
+        assert_eq!((body.as_str(), code), ("a\n", Some(Some(0))));
+        assert!(answer(
+            "Bash",
+            "Chunk ID: 1\nWall time: 10.0 seconds\nProcess running with session ID 7\nOriginal token count: 1\nOutput:\npartial\n",
+            None,
+            None
+        )
+        .is_none());
+        let a = answer(
+            "Bash",
+            "Script completed\nWall time 0.6 seconds\nOutput:\n{\"chunk_id\":\"3\",\"wall_time_seconds\":0,\"exit_code\":1,\"output\":\"FAIL\\n\"}",
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!((a.raw, a.failed), (json!("FAIL\n"), Some(true)));
+        let a = answer(
+            "Edit",
+            r#"{"output":"Success. Updated the following files:\nM a.ts\n","metadata":{"exit_code":0,"duration_seconds":0.0}}"#,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(a.failed, Some(false));
+    }
+
+    #[test]
+    fn a_code_mode_cell_is_the_tool_it_calls() {
+        let cell = r#"const r = await tools.exec_command({cmd:"git status","workdir":"/p","yield_time_ms":1000});
+text(JSON.stringify(r));"#;
+        assert_eq!(
+            code_cell_call(cell),
+            Some(("Bash".into(), json!({"command": "git status"})))
+        );
+        let cell = "const patch = \"*** Begin Patch\\n*** Add File: /p/a.md\\n+hi\\n*** End Patch\";\nconst r = await tools.apply_patch(patch);\ntext(JSON.stringify(r));";
+        let (name, input) = code_cell_call(cell).unwrap();
+        assert_eq!(name, "apply_patch");
+        assert!(input["command"]
+            .as_str()
+            .unwrap()
+            .contains("*** Add File: /p/a.md"));
+        assert_eq!(code_cell_call("const a = 1;"), None);
+    }
+}
