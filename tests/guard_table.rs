@@ -23,6 +23,7 @@ fn bash(c: &str) -> (&'static str, Value) {
 }
 
 const DISABLING_BASH: &[&str] = &[
+    "for f in notes.txt .claude/loopgate.toml; do rm -f \"$f\"; done",
     // loopgate's own CLI, however it is named or reached
     "loopgate --observe setup",
     "loopgate --config /dev/null setup --uninstall",
@@ -259,6 +260,8 @@ fn disabling_tools() -> Vec<(&'static str, Value)> {
 
 const HARMLESS_BASH: &[&str] = &[
     "cat .claude/loopgate.toml",
+    // A loop's variable is one of its words, never unset (a real Gemini CLI session).
+    "for f in media/demo/*.gif; do ffmpeg -y -i \"$f\" \"${f%.gif}-temp.gif\"; mv \"${f%.gif}-temp.gif\" \"$f\"; done",
     "grep LOOPGATE_MODE src/",
     "git commit -m \"docs: explain loopgate reset --all and LOOPGATE_DISABLE\"",
     "loopgate status",

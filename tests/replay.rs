@@ -650,13 +650,7 @@ fn the_command_names_each_sessions_cli() {
 /// in their own formats (see its SOURCES.md). Ordinary work: none of it may be blocked.
 const OTHER_CORPUS: &str = "../shared/corpus/other-clis";
 
-// Ignored while the engine still blocks one call of this corpus (not the replay's reading of it):
-// gemini/…c6__6a5f5ed92d…, call 4, guard: `mv "${f%.gif}-temp.gif" "$f"` inside a loop over
-// media/demo/*.gif, whose target the guard cannot resolve, is taken for a write to
-// .claude/loopgate.toml; the same command in a Claude Code transcript is blocked the same way.
-// Run with `cargo test --test integration replay -- --ignored`.
 #[test]
-#[ignore = "one would-be block from the guard, an engine false positive (see the comment)"]
 fn the_other_clis_corpus_replays_without_a_block() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(OTHER_CORPUS);
     if !dir.is_dir() {

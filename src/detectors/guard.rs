@@ -658,6 +658,20 @@ impl<'e> Bash<'e> {
             }
         }
         let mut words: Vec<String> = cmd.words.clone();
+        // `for f in A B; do … "$f"; done`: the loop's variable holds one of its words, and is
+        // judged as the one the guard protects if any is (else the first), never as unset (an
+        // empty `$f` read as the working directory refused `mv x "$f"` over GIFs).
+        if words.len() >= 3 && words[0] == "for" && words[2] == "in" {
+            let items = &words[3..];
+            let pick = items
+                .iter()
+                .find(|w| self.touch(w, Op::Remove, "", None).is_some())
+                .or(items.first())
+                .map(|w| self.expand(w))
+                .unwrap_or_default();
+            self.vars.insert(words[1].clone(), pick);
+            return None;
+        }
         // Leading assignments: remembered for later words; LOOPGATE_* is the agent tampering.
         while let Some(w) = words.first() {
             match assignment(w) {
