@@ -51,23 +51,23 @@ pub struct Exempt {
 }
 
 impl Exempt {
-    /// The exemption that covers this call, in the words the user file uses.
-    pub fn covering(&self, tool: &str, input: &serde_json::Value) -> Option<String> {
-        if self.tools.is_empty() && self.commands.is_empty() {
-            return None;
+    /// Whether an exemption covers this call.
+    pub fn covers(&self, tool: &str, input: &serde_json::Value) -> bool {
+        if self.tools.iter().any(|t| t == tool) {
+            return true;
         }
-        if let Some(t) = self.tools.iter().find(|t| *t == tool) {
-            return Some(format!("tools = [\"{t}\"]"));
+        if self.commands.is_empty()
+            || crate::ledger::ToolClass::of(tool) != crate::ledger::ToolClass::Shell
+        {
+            return false;
         }
-        if crate::ledger::ToolClass::of(tool) != crate::ledger::ToolClass::Shell {
-            return None;
-        }
-        let cmd = input.get("command").and_then(serde_json::Value::as_str)?;
+        let Some(cmd) = input.get("command").and_then(serde_json::Value::as_str) else {
+            return false;
+        };
         let cmd = cmd.trim();
         self.commands
             .iter()
-            .find(|p| glob::Pattern::new(p).is_ok_and(|g| g.matches(cmd)))
-            .map(|p| format!("commands = [\"{p}\"]"))
+            .any(|p| glob::Pattern::new(p).is_ok_and(|g| g.matches(cmd)))
     }
 }
 

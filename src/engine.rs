@@ -119,7 +119,7 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
         Event::PreToolUse | Event::PostToolUse | Event::PostToolUseFailure
     ) {
         let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
-        if ctx.config.exempt.covering(p.tool(), input).is_some() {
+        if ctx.config.exempt.covers(p.tool(), input) {
             verdicts.retain(|v| v.detector == guard::NAME || v.detector == breaker::NAME);
         }
     }
@@ -155,7 +155,7 @@ pub fn handle(state: &mut SessionState, p: &Payload, event: Event, ctx: &Ctx) ->
             &state.heed,
         ));
         if defied > 0 {
-            if let Some(v) = verdicts.iter_mut().max_by_key(|v| v.action) {
+            if let Some(v) = crate::verdict::strongest_mut(&mut verdicts) {
                 v.evidence
                     .insert("defied_in_turn".into(), state.ceiling.refusals.into());
             }
@@ -882,7 +882,7 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
     } else {
         String::new()
     };
-    let entry = Entry {
+    let mut entry = Entry {
         key,
         id: Entry::id_of(f.id),
         tool: crate::payload::clip(f.tool, 64).into(),
@@ -905,13 +905,12 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
         turn,
         batch,
     };
-    agent.ledger.push(entry);
+    entry.news = repeat::is_news(agent.ledger.last_answer_of(&key), &entry);
     let agent_key = crate::payload::stored_id(f.agent);
-    let at = agent.ledger.entries.len() - 1;
-    if repeat::judge_news(&agent.ledger.entries, at) {
-        agent.ledger.entries[at].news = true;
+    if entry.news {
         state.heed.news(&agent_key, now);
     }
+    agent.ledger.push(entry);
     let mut verdicts = Vec::new();
     {
         let view = View {

@@ -101,25 +101,11 @@ impl Heed {
         self.news_ms.get(agent).copied().unwrap_or(0)
     }
 
-    /// The agent learned something new at `now_ms`.
+    /// The agent learned something new at `now_ms`. Agents forgotten are forgotten here too
+    /// ([`SessionState::enforce_agent_cap`]).
     pub fn news(&mut self, agent: &str, now_ms: u64) {
-        match self.news_ms.get_mut(agent) {
-            Some(t) => *t = (*t).max(now_ms),
-            None => {
-                if self.news_ms.len() >= MAX_AGENTS * 2 {
-                    let oldest = self
-                        .news_ms
-                        .iter()
-                        .filter(|(k, _)| k.as_str() != MAIN_AGENT)
-                        .min_by_key(|(_, t)| **t)
-                        .map(|(k, _)| k.clone());
-                    if let Some(k) = oldest {
-                        self.news_ms.remove(&k);
-                    }
-                }
-                self.news_ms.insert(agent.to_string(), now_ms);
-            }
-        }
+        let t = self.news_ms.entry(agent.to_string()).or_default();
+        *t = (*t).max(now_ms);
     }
 
     pub fn note_defied(&mut self, d: Defied) {
@@ -337,6 +323,10 @@ impl SessionState {
                 None => break,
             };
         }
+        let agents = &self.agents;
+        self.heed
+            .news_ms
+            .retain(|k, _| k == MAIN_AGENT || agents.contains_key(k));
     }
 
     pub fn note(&mut self, note: DecisionNote) {

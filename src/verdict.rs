@@ -126,11 +126,20 @@ pub fn refuses_prompt(attended: Option<bool>) -> bool {
 /// The verdict that decides the answer: strongest action, then highest severity; the first
 /// detector wins ties so the order detectors run in is the tie-break.
 pub fn strongest(verdicts: &[Verdict]) -> Option<&Verdict> {
+    strongest_at(verdicts).map(|i| &verdicts[i])
+}
+
+/// [`strongest`], to add to the deciding verdict's evidence.
+pub fn strongest_mut(verdicts: &mut [Verdict]) -> Option<&mut Verdict> {
+    strongest_at(verdicts).map(|i| &mut verdicts[i])
+}
+
+fn strongest_at(verdicts: &[Verdict]) -> Option<usize> {
     verdicts
         .iter()
         .enumerate()
         .max_by_key(|(i, v)| (v.action, v.severity, std::cmp::Reverse(*i)))
-        .map(|(_, v)| v)
+        .map(|(i, _)| i)
 }
 
 #[cfg(test)]

@@ -54,6 +54,11 @@ fn explain_names_the_exemption_that_would_have_let_the_refused_call_through() {
     // And that exemption, put in the user file, lets the same call through.
     let env = env.config("[exempt]\ncommands = [\"cat config/settings.yml\"]\n");
     assert!(!env.bash("cat config/settings.yml", Err(MISSING)).denied());
-    let json = env.run(&["explain", "--json"], b"");
-    assert!(json.stdout.contains("\"exemption\""), "{}", json.stdout);
+    // The exempted call logged nothing: the last decision is still the refusal, and its JSON
+    // names the same line.
+    let json = env.run(&["explain", "--json"], b"").json();
+    assert_eq!(
+        json["exemption"], "commands = [\"cat config/settings.yml\"]",
+        "{json:#}"
+    );
 }

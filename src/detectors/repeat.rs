@@ -51,30 +51,21 @@ fn shape_of(e: &Entry) -> Option<Digest16> {
     e.shape.or_else(|| said(e).filter(|d| *d == SILENCE))
 }
 
-/// Whether the answer at `at` told the agent something it had not heard from that call: a first
-/// answer with content, or an answer unlike the call's previous one. Judged once, when the answer
-/// comes ([`Entry::news`]): news about the work from any call means a wait on it has not been in
-/// vain so far.
-pub fn judge_news(entries: &std::collections::VecDeque<Entry>, at: usize) -> bool {
-    let e = &entries[at];
+/// Whether answer `e` told the agent something it had not heard from that call (`prev`: the
+/// call's previous answer): a first answer with content, an answer unlike the previous one, or a
+/// new state of the work. Judged once, when the answer comes ([`Entry::news`]): news about the
+/// work from any call means a wait on it has not been in vain so far.
+pub fn is_news(prev: Option<&Entry>, e: &Entry) -> bool {
     if !e.status.answered() {
         return false;
     }
     if e.novel {
         return true;
     }
-    let prev = entries
-        .range(..at)
-        .rev()
-        .find(|p| p.key == e.key && p.status.answered());
     match prev {
         Some(p) => said(p) != said(e),
         None => e.answer.is_some(),
     }
-}
-
-fn is_news(entries: &std::collections::VecDeque<Entry>, at: usize) -> bool {
-    entries[at].news || entries[at].novel
 }
 
 /// The run of identical answers `key` has had since the last new state, newest first. A link
@@ -124,7 +115,7 @@ pub fn chain<'a>(
             }
             c.shape_only = true;
         }
-        if newer.waited && (at + 1..newer_at).any(|i| is_news(entries, i)) {
+        if newer.waited && entries.range(at + 1..newer_at).any(|e| e.news) {
             whole = false;
             break;
         }
@@ -140,7 +131,7 @@ pub fn chain<'a>(
     if whole
         && news_ms > 0
         && entries.len() >= crate::ledger::MAX_ENTRIES
-        && !(0..newer_at).any(|i| is_news(entries, i))
+        && !entries.range(..newer_at).any(|e| e.news)
     {
         c.first_ms = c.first_ms.min(news_ms);
     }

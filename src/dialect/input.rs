@@ -222,7 +222,13 @@ pub fn recorded_answer(
         Agent::Copilot => copilot_text(raw),
         Agent::Claude => return Ok(raw.clone()),
     };
-    if failed.unwrap_or(said_failed) {
+    shaped(tool, text, failed.unwrap_or(said_failed))
+}
+
+/// A call's answer text in Claude Code's shape: `Err(text)` for a failure, a shell call's as
+/// `{stdout, stderr}`, any other's as the text.
+pub fn shaped(tool: &str, text: String, failed: bool) -> Result<Value, String> {
+    if failed {
         return Err(text);
     }
     Ok(if tool == "Bash" {

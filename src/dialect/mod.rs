@@ -61,7 +61,7 @@ mod input;
 mod output;
 mod patch;
 
-pub use input::{canonical_call, recorded_answer};
+pub use input::{canonical_call, recorded_answer, shaped};
 pub use output::answer;
 
 use crate::payload::{Event, Payload};

@@ -37,6 +37,29 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 use transcript::{ConvertedPayload, Kind};
 
+/// Streams each already in time order, merged into one by their keys: each keeps its own order,
+/// and on a tie the earlier stream goes first (the main session before its subagents).
+pub(crate) fn merge_by_key<K: Ord + Copy, T>(streams: Vec<Vec<(K, T)>>) -> Vec<T> {
+    let total = streams.iter().map(Vec::len).sum();
+    let mut iters: Vec<_> = streams
+        .into_iter()
+        .map(|v| v.into_iter().peekable())
+        .collect();
+    let mut out = Vec::with_capacity(total);
+    loop {
+        let next = iters
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, it)| it.peek().map(|(k, _)| (*k, i)))
+            .min();
+        let Some((_, i)) = next else { break };
+        if let Some((_, item)) = iters[i].next() {
+            out.push(item);
+        }
+    }
+    out
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Fired {
     /// The call's index in the session; for a Stop, the last call of the turn that ends; for a

@@ -127,23 +127,7 @@ fn merge(files: Vec<Vec<Timed>>) -> Vec<Timed> {
                 .collect()
         })
         .collect();
-    let mut iters: Vec<_> = keyed
-        .into_iter()
-        .map(|v| v.into_iter().peekable())
-        .collect();
-    let mut out = Vec::new();
-    loop {
-        let next = iters
-            .iter_mut()
-            .enumerate()
-            .filter_map(|(i, it)| it.peek().map(|(k, _)| (*k, i)))
-            .min();
-        let Some((_, i)) = next else { break };
-        if let Some((_, s)) = iters[i].next() {
-            out.push(s);
-        }
-    }
-    out
+    super::merge_by_key(keyed)
 }
 
 struct Open {
@@ -360,13 +344,7 @@ impl Builder {
                     Value::Null => String::new(),
                     other => other.to_string(),
                 };
-                if a.failed == Some(true) {
-                    Err(text)
-                } else if tool == "Bash" {
-                    Ok(json!({"stdout": text, "stderr": ""}))
-                } else {
-                    Ok(Value::String(text))
-                }
+                dialect::shaped(tool, text, a.failed == Some(true))
             }
         }
     }

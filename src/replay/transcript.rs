@@ -217,24 +217,7 @@ fn merge(files: Vec<Vec<Value>>) -> Vec<Value> {
                 .collect()
         })
         .collect();
-    let total = keyed.iter().map(Vec::len).sum();
-    let mut iters: Vec<_> = keyed
-        .into_iter()
-        .map(|v| v.into_iter().peekable())
-        .collect();
-    let mut out = Vec::with_capacity(total);
-    loop {
-        let next = iters
-            .iter_mut()
-            .enumerate()
-            .filter_map(|(i, it)| it.peek().map(|(k, _)| (*k, i)))
-            .min();
-        let Some((_, i)) = next else { break };
-        if let Some((_, line)) = iters[i].next() {
-            out.push(line);
-        }
-    }
-    out
+    super::merge_by_key(keyed)
 }
 
 /// Converts a session's main transcript together with its subagents' own transcripts (`main` may
