@@ -184,6 +184,10 @@ fn defiance(
     ctx: &Ctx,
 ) -> u32 {
     state.heed.follow(state.turn.number);
+    // A turn already over is refused whole: nothing more is walked into.
+    if state.ceiling.ended && state.ceiling.turn == state.turn.number {
+        return 0;
+    }
     let refusal = strongest(verdicts).filter(|v| {
         event == Event::PreToolUse
             && matches!(v.action, Action::Deny | Action::Halt)

@@ -760,6 +760,10 @@ fn status_shows_the_ceiling_and_only_reset_lowers_it() {
         "{text}"
     );
     assert_eq!(c["walked_into"].as_array().map(Vec::len), Some(10), "{c:#}");
+    // Refused calls after the turn's end are the end itself, not more of what was walked into.
+    assert!(env.bash("cat config/settings.yml", fail).denied());
+    let c = ceiling(&env);
+    assert_eq!(c["walked_into"].as_array().map(Vec::len), Some(10), "{c:#}");
 
     env.new_prompt("p-2");
     let c = ceiling(&env);
