@@ -213,12 +213,13 @@ pub struct Turn {
     pub edits_ok: u32,
     /// Successful file changes seen through tool events (any agent).
     pub changes: u32,
-    /// Denials and loop warnings loopgate gave during the turn.
+    /// Model turns in which the agent walked into a refusal (`engine::defiance`): what arms the
+    /// Stop gate and the ladder. Warnings and refusals heeded are not counted.
     pub interventions: u32,
     /// Model turns (PostToolBatch events) so far, and the last one loopgate intervened in.
     pub batches: u32,
     pub last_intervention_batch: Option<u32>,
-    /// Denials and escalations (stages 2 and 3) during the turn.
+    /// Refusals walked into and escalations (stages 2 and 3) during the turn.
     pub hard_interventions: u32,
     pub stop_blocks: u32,
     /// The Stop gate's judgement of this turn: `Some(true)` progress, `Some(false)` none.
@@ -231,8 +232,8 @@ pub struct Turn {
     pub start_novel: u32,
     /// Digest of the prompt text, when the prompt was seen (UserPromptSubmit).
     pub prompt: Option<Digest16>,
-    /// Calls loopgate denied or warned about in this turn, and in how many model turns: the
-    /// ladder's last stage needs two different repeated calls across batches, never one batch.
+    /// Calls whose refusal the agent walked into in this turn: the ladder's last stage needs two
+    /// different ones across batches, never one batch.
     pub intervened_keys: Vec<Digest16>,
     /// Judged for the breaker already (a refused prompt ends a turn without starting one).
     pub ended: bool,

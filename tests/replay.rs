@@ -32,6 +32,15 @@ fn session() -> Converted {
     convert_group(&text(SESSION), &[&text(SUBAGENT)], "fb")
 }
 
+/// (Stop or SubagentStop, the turn's last call) of every turn end.
+fn turn_ends(c: &Converted) -> Vec<(&'static str, Option<usize>)> {
+    c.payloads
+        .iter()
+        .filter(|p| p.event.ends_with("Stop"))
+        .map(|p| (p.event, p.call_index))
+        .collect()
+}
+
 /// (event, tool_use_id or "") of every payload.
 fn trace(c: &Converted) -> Vec<(&str, String)> {
     c.payloads
@@ -148,12 +157,7 @@ fn refusals_and_cancellations_are_delivered_as_claude_code_does() {
 #[test]
 fn every_turn_end_is_judged_at_the_transcript_time() {
     let c = session();
-    let ends: Vec<(&str, Option<usize>)> = c
-        .payloads
-        .iter()
-        .filter(|p| p.event.ends_with("Stop"))
-        .map(|p| (p.event, p.call_index))
-        .collect();
+    let ends = turn_ends(&c);
     // The subagent's turn (after its 3rd call overall), then the two main turns.
     assert_eq!(
         ends,
@@ -402,12 +406,7 @@ fn codex_rollouts_play_as_codex_hooks_fire() {
         "019f0000-0000-7000-8000-000000000001"
     );
     assert_eq!(sub.payload["tool_input"]["command"], "rg -n retries test");
-    let ends: Vec<(&str, Option<usize>)> = c
-        .payloads
-        .iter()
-        .filter(|p| p.event.ends_with("Stop"))
-        .map(|p| (p.event, p.call_index))
-        .collect();
+    let ends = turn_ends(&c);
     // The second turn was interrupted: no Stop.
     assert_eq!(ends, [("SubagentStop", Some(8)), ("Stop", Some(7))]);
     assert_eq!(
@@ -545,12 +544,7 @@ fn copilot_events_play_as_copilot_hooks_fire() {
     assert_eq!(edit["old_string"], "retries := 0");
     // The subagent's call and its end; the turn ends at the agentStop hook.
     assert_eq!(of_call(&c, "PreToolUse", 4).payload["agent_id"], "tc_task");
-    let ends: Vec<(&str, Option<usize>)> = c
-        .payloads
-        .iter()
-        .filter(|p| p.event.ends_with("Stop"))
-        .map(|p| (p.event, p.call_index))
-        .collect();
+    let ends = turn_ends(&c);
     assert_eq!(ends, [("SubagentStop", Some(4)), ("Stop", Some(5))]);
     assert_eq!(
         c.payloads.last().unwrap().at,
@@ -600,12 +594,7 @@ fn opencode_exports_play_with_their_child_sessions() {
     assert_eq!(glob.payload["agent_id"], "ses_child1");
     assert_eq!(glob.payload["session_id"], "ses_parent1");
     // The first turn ends (Stop); the aborted one does not.
-    let ends: Vec<(&str, Option<usize>)> = c
-        .payloads
-        .iter()
-        .filter(|p| p.event.ends_with("Stop"))
-        .map(|p| (p.event, p.call_index))
-        .collect();
+    let ends = turn_ends(&c);
     assert_eq!(ends, [("Stop", Some(4)), ("SubagentStop", Some(5))]);
 }
 
