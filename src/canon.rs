@@ -113,9 +113,10 @@ impl<'de> serde::Deserialize<'de> for Digest16 {
 /// A shell command's `description` is the model's commentary, not the call: the same command
 /// with a reworded description is the same call.
 ///
-/// A question asked again with only a fresh temp name, a timestamp, a UUID, a shell comment or a
-/// literal `echo` label changed is the same question ([`crate::noise::mask_input`]); not in what a Write or an Edit
-/// puts in a file, which is judged by the state it leaves.
+/// A question asked again with only a fresh temp name, a timestamp, a UUID, a shell comment, a
+/// literal `echo` label, a commit message or the way its output is shown (`2>&1`, `| tail`)
+/// changed is the same question ([`crate::noise::mask_input`], [`crate::noise::command_as_asked`]);
+/// not in what a Write or an Edit puts in a file, which is judged by the state it leaves.
 pub fn call_key(tool: &str, input: &Value) -> Digest16 {
     let mut h = HashWriter(Sha256::new());
     h.0.update(tool.as_bytes());
@@ -129,8 +130,8 @@ pub fn call_key(tool: &str, input: &Value) -> Digest16 {
             let mut m = m.clone();
             m.remove("description");
             if let Some(Value::String(cmd)) = m.get_mut("command") {
-                if let Some((bare, _)) = crate::noise::bare_command(cmd) {
-                    *cmd = bare;
+                if let Some((asked, _)) = crate::noise::command_as_asked(cmd) {
+                    *cmd = asked;
                 }
             }
             write_json(&Value::Object(m), &mut h, mask);

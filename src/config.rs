@@ -176,6 +176,10 @@ pub struct Repeat {
     /// class budget and refused once the same failure has lasted this long: a service that
     /// takes a minute or two to come up is ordinary.
     pub failing_poll_minutes: u64,
+    /// The same environment error (a missing compiler, JDK, program or signing key) this many
+    /// times from one call, with edits of the project between and nothing else that could have
+    /// changed the machine, and the next identical call is refused: an edit cannot fix it.
+    pub environment_failures: u32,
     /// Quiet between a call's answer and its next start that counts as real waiting.
     pub waiting_gap_seconds: u64,
     /// After this long without an answer, one more identical call is let through.
@@ -194,6 +198,7 @@ impl Default for Repeat {
             waiting_answers: 20,
             waiting_minutes: 30,
             failing_poll_minutes: 5,
+            environment_failures: 3,
             waiting_gap_seconds: 60,
             cooldown_minutes: 10,
         }

@@ -808,7 +808,7 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
         ("Bash", Some(Value::String(cmd))) => cmd.as_str(),
         _ => "",
     };
-    let bare = crate::noise::bare_command(command);
+    let bare = crate::noise::command_as_asked(command);
     let echoed = bare.as_ref().map_or(&[][..], |(_, e)| e.as_slice());
     let words = crate::noise::question_words(bare.as_ref().map_or(command, |(c, _)| c));
     let mut result = match f.status {

@@ -29,7 +29,7 @@ pub struct Meta<'a> {
 /// the Stop gate, the breaker, the guard).
 pub fn loop_type(detector: &str) -> &'static str {
     match detector {
-        "repeat" => "action",
+        "repeat" | "environment" => "action",
         "modification" => "modification",
         "stagnation" => "conversation",
         "circular" => "circular_dependency",

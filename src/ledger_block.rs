@@ -237,10 +237,11 @@ const STATUSES: [Status; 6] = [
     Status::Denied,
 ];
 /// Code 0 is "none".
-const ERROR_CLASSES: [ErrorClass; 3] = [
+const ERROR_CLASSES: [ErrorClass; 4] = [
     ErrorClass::Transient,
     ErrorClass::Deterministic,
     ErrorClass::Unknown,
+    ErrorClass::Environment,
 ];
 
 fn code<T: PartialEq>(table: &[T], v: &T) -> u8 {

@@ -524,6 +524,263 @@ pub fn bare_command(cmd: &str) -> Option<(String, Vec<String>)> {
     }
 }
 
+/// A shell command without what only changes how its output is shown: `2>&1`, `>/dev/null`, a
+/// trailing `| head -50` or `| tail`, `|| true`, a leading `timeout 60` or `time`, quotes around a
+/// plain word, `./` before an argument, runs of blanks. `npm test 2>&1 | tail -20` asks what
+/// `npm test` asks: an agent that re-words a refused call this way is asking it again. `None` when
+/// there is nothing to drop.
+pub fn without_trivia(cmd: &str) -> Option<String> {
+    const HINTS: &[&str] = &[
+        "2>",
+        ">/dev/null",
+        "|",
+        "timeout ",
+        "time ",
+        "./",
+        "  ",
+        "'",
+        "\"",
+        "\t",
+    ];
+    if !HINTS.iter().any(|h| cmd.contains(h)) || cmd.contains("<<") || cmd.contains('\n') {
+        return None;
+    }
+    let mut words = shell_words(cmd);
+    // Leading `timeout 60`, `timeout 5m`, `time`.
+    loop {
+        match words.as_slice() {
+            ["time", _, ..] => {
+                words.remove(0);
+            }
+            ["timeout", n, _, ..] if n.bytes().next().is_some_and(|c| c.is_ascii_digit()) => {
+                words.drain(..2);
+            }
+            _ => break,
+        }
+    }
+    words.retain(|w| {
+        !matches!(
+            *w,
+            "2>&1" | "1>&2" | ">&2" | "2>/dev/null" | ">/dev/null" | "1>/dev/null" | "&>/dev/null"
+        )
+    });
+    // A trailing `|| true` / `|| :`, then trailing pagers and cuts of the output.
+    if let [.., "||", "true" | ":"] = words.as_slice() {
+        words.truncate(words.len() - 2);
+    }
+    while let Some(bar) = words.iter().rposition(|w| *w == "|") {
+        let tail = &words[bar + 1..];
+        let shows = matches!(
+            tail.first(),
+            Some(&("head" | "tail" | "cat" | "less" | "more"))
+        ) && tail[1..]
+            .iter()
+            .all(|w| w.starts_with('-') || w.bytes().all(|c| c.is_ascii_digit()));
+        if !shows || bar == 0 {
+            break;
+        }
+        words.truncate(bar);
+    }
+    let mut out = String::with_capacity(cmd.len());
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let w = unquoted(w);
+        // `cat ./a` reads what `cat a` reads; `./build` and `build` are different programs.
+        out.push_str(if i > 0 {
+            w.strip_prefix("./").filter(|r| !r.is_empty()).unwrap_or(w)
+        } else {
+            w
+        });
+    }
+    (out != cmd).then_some(out)
+}
+
+/// A word without the quotes around it when what they hold is plain (`"src/a.rs"` → `src/a.rs`).
+fn unquoted(w: &str) -> &str {
+    let b = w.as_bytes();
+    if b.len() >= 2 && (b[0] == b'"' || b[0] == b'\'') && b[b.len() - 1] == b[0] {
+        let inner = &w[1..w.len() - 1];
+        let plain = inner.bytes().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(
+                    c,
+                    b'/' | b'.' | b'_' | b'-' | b':' | b'=' | b',' | b'@' | b'+'
+                )
+        });
+        if plain && !inner.is_empty() {
+            return inner;
+        }
+    }
+    w
+}
+
+/// A command's words as the shell splits them at blanks, quotes and `$(…)` kept whole.
+fn shell_words(cmd: &str) -> Vec<&str> {
+    let b = cmd.as_bytes();
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if matches!(b[i], b' ' | b'\t') {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && !matches!(b[i], b' ' | b'\t') {
+            i = match b[i] {
+                b'\'' => quoted_end(b, i + 1, b'\''),
+                b'"' => quoted_end(b, i + 1, b'"'),
+                b'\\' => i + 2,
+                b'$' if b.get(i + 1) == Some(&b'(') => paren_end(b, i + 2),
+                _ => i + 1,
+            };
+        }
+        i = i.min(b.len());
+        words.push(&cmd[start..i]);
+    }
+    words
+}
+
+/// A commit's message masked (`git commit -m "fix: x"` → `git commit -m <msg>`): the same commit
+/// tried again under a new message is the same call, as a reworded description is. Only the
+/// message of `-m`/`--message` (also in `-am`) in a command that runs `git … commit`. `None`
+/// when there is none.
+pub fn without_commit_message(cmd: &str) -> Option<String> {
+    if !cmd.contains("commit") || !cmd.contains("git") || !cmd.contains("-") {
+        return None;
+    }
+    let b = cmd.as_bytes();
+    let mut out = String::with_capacity(cmd.len());
+    let (mut copied, mut i, mut in_commit) = (0, 0, false);
+    while i < b.len() {
+        let end = word_end(b, i);
+        if end == i {
+            // A separator: a new simple command starts after `;`, `&&`, `|`, a newline.
+            if matches!(b[i], b';' | b'&' | b'|' | b'\n') {
+                in_commit = false;
+            }
+            i += 1;
+            continue;
+        }
+        let word = &cmd[i..end];
+        if word == "commit" {
+            in_commit = cmd[..i].contains("git");
+        } else if in_commit {
+            if let Some(value) = message_of(b, word, i, end) {
+                out.push_str(&cmd[copied..value.start]);
+                out.push_str("<msg>");
+                copied = value.end;
+                i = value.end;
+                continue;
+            }
+        }
+        i = end;
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&cmd[copied..]);
+    Some(out)
+}
+
+/// Where the message of a commit's message flag `word` (at `start..end` of `b`) lies.
+fn message_of(b: &[u8], word: &str, start: usize, end: usize) -> Option<std::ops::Range<usize>> {
+    let next_word = || {
+        let mut j = end;
+        while j < b.len() && matches!(b[j], b' ' | b'\t') {
+            j += 1;
+        }
+        (j < b.len()).then(|| j..word_end(b, j))
+    };
+    if word == "--message" {
+        return next_word();
+    }
+    if let Some(v) = word.strip_prefix("--message=") {
+        return (!v.is_empty()).then(|| end - v.len()..end);
+    }
+    // `-m msg`, `-am msg`, `-m"msg"`: short flags, the message after the `m`.
+    let flags = word.strip_prefix('-').filter(|f| !f.starts_with('-'))?;
+    let at = flags.find('m')?;
+    if !flags[..at].bytes().all(|c| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    if at + 1 == flags.len() {
+        next_word()
+    } else {
+        Some(start + 2 + at..end)
+    }
+}
+
+/// The end of the shell word starting at `i` (`i` itself at a separator or a blank), quotes and
+/// `$(…)` taken whole.
+fn word_end(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() {
+        match b[i] {
+            b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' => break,
+            b'\'' => i = quoted_end(b, i + 1, b'\''),
+            b'"' => i = quoted_end(b, i + 1, b'"'),
+            b'\\' => i += 2,
+            b'$' if b.get(i + 1) == Some(&b'(') => i = paren_end(b, i + 2),
+            _ => i += 1,
+        }
+    }
+    i.min(b.len())
+}
+
+/// Past the closing `quote`, from inside the quotes.
+fn quoted_end(b: &[u8], mut i: usize, quote: u8) -> usize {
+    while i < b.len() {
+        match b[i] {
+            c if c == quote => return i + 1,
+            b'\\' if quote == b'"' => i += 2,
+            b'$' if quote == b'"' && b.get(i + 1) == Some(&b'(') => i = paren_end(b, i + 2),
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// Past the `)` closing a `$(`, from inside it.
+fn paren_end(b: &[u8], mut i: usize) -> usize {
+    let mut depth = 1;
+    while i < b.len() {
+        match b[i] {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            b'"' => {
+                i = quoted_end(b, i + 1, b'"');
+                continue;
+            }
+            b'\\' => i += 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// The shell command as its call key and its answers read it: [`bare_command`], then without a
+/// commit's message ([`without_commit_message`]) and what only changes how its output is shown
+/// ([`without_trivia`]). `None`: the command as it is.
+pub fn command_as_asked(cmd: &str) -> Option<(String, Vec<String>)> {
+    let (bare, echoed) = match bare_command(cmd) {
+        Some((c, e)) => (Some(c), e),
+        None => (None, Vec::new()),
+    };
+    let now = bare.as_deref().unwrap_or(cmd);
+    let masked = without_commit_message(now);
+    let now = masked.as_deref().unwrap_or(now);
+    let plain = without_trivia(now);
+    let asked = plain.or(masked).or(bare)?;
+    Some((asked, echoed))
+}
+
 /// The words of a shell command an answer may say back (`deploy --tag alpha` → `deploy`, `tag`,
 /// `alpha`): at least 3 characters with a letter, at most 16 of them. See [`without_words`].
 pub fn question_words(cmd: &str) -> Vec<&str> {
@@ -989,5 +1246,72 @@ mod tests {
         assert_eq!(shape("<ts> <dur> cafe"), "<ts> <dur> cafe");
         assert_ne!(shape("3 tests failed"), shape("3 tests passed"));
         assert_eq!(shape("naïve 12é"), "naïve #é");
+    }
+
+    #[test]
+    fn a_commit_is_the_same_call_under_another_message() {
+        use super::without_commit_message as m;
+        assert_eq!(
+            m(r#"git commit -m "fix: one""#).as_deref(),
+            Some("git commit -m <msg>")
+        );
+        assert_eq!(
+            m("git add -A && git commit -am 'two' && git push").as_deref(),
+            Some("git add -A && git commit -am <msg> && git push")
+        );
+        assert_eq!(
+            m("git commit --message=three --no-verify").as_deref(),
+            Some("git commit --message=<msg> --no-verify")
+        );
+        let heredoc = "git commit -m \"$(cat <<'EOF'\nfix: don't (really)\nEOF\n)\" && git log -1";
+        assert_eq!(
+            m(heredoc).as_deref(),
+            Some("git commit -m <msg> && git log -1")
+        );
+        assert_eq!(m("git log -m --oneline"), None, "not a commit");
+        assert_eq!(m("echo commit -m x"), None, "no git");
+        assert_eq!(m("git commit --amend --no-edit"), None, "no message");
+    }
+
+    #[test]
+    fn a_command_is_the_same_question_however_its_output_is_shown() {
+        use super::without_trivia as t;
+        let same = [
+            "npm test 2>&1 | tail -20",
+            "npm test 2>&1",
+            "npm  test",
+            "timeout 120 npm test",
+            "npm test | head -n 50 | tail -5",
+            "npm test || true",
+            "time npm test 2>/dev/null",
+        ];
+        for cmd in same {
+            assert_eq!(t(cmd).as_deref(), Some("npm test"), "{cmd}");
+        }
+        assert_eq!(
+            t(r#"cat "config/settings.yml""#).as_deref(),
+            Some("cat config/settings.yml")
+        );
+        assert_eq!(
+            t("cat ./config/settings.yml").as_deref(),
+            Some("cat config/settings.yml")
+        );
+        assert_eq!(t("npm test"), None);
+        assert_eq!(
+            t("./gradlew build").as_deref(),
+            None,
+            "./ of the program is kept"
+        );
+        assert_eq!(
+            t("grep -n \"a b\" src | head").as_deref(),
+            Some("grep -n \"a b\" src"),
+            "a quoted phrase stays one quoted word"
+        );
+        assert_eq!(
+            t("npm test | grep FAIL"),
+            None,
+            "a filter asks something else"
+        );
+        assert_eq!(t("ls | head"), Some("ls".to_string()));
     }
 }

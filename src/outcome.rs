@@ -337,6 +337,9 @@ pub enum ErrorClass {
     Deterministic,
     #[default]
     Unknown,
+    /// The machine lacks what the command needs (a compiler, a JDK, a tool on PATH, a signing
+    /// key): deterministic, and no edit of the project's files can fix it.
+    Environment,
 }
 
 impl ErrorClass {
@@ -345,7 +348,13 @@ impl ErrorClass {
             ErrorClass::Transient => "transient",
             ErrorClass::Deterministic => "deterministic",
             ErrorClass::Unknown => "unknown",
+            ErrorClass::Environment => "environment",
         }
+    }
+
+    /// Retrying it unchanged fails the same way, however long one waits.
+    pub fn deterministic(self) -> bool {
+        matches!(self, ErrorClass::Deterministic | ErrorClass::Environment)
     }
 }
 
@@ -402,11 +411,45 @@ pub fn classify_error(error: &str) -> ErrorClass {
     ];
     if TRANSIENT.iter().any(|p| e.contains(p)) {
         ErrorClass::Transient
+    } else if is_environment(&e) {
+        ErrorClass::Environment
     } else if DETERMINISTIC.iter().any(|p| e.contains(p)) {
         ErrorClass::Deterministic
     } else {
         ErrorClass::Unknown
     }
+}
+
+/// An error (lowercased) that says the machine lacks something the command needs: a toolchain,
+/// a runtime, a program on PATH, a signing key, disk space. Narrow on purpose: a missing module
+/// or file is often the project's own doing, and an edit can fix that.
+fn is_environment(e: &str) -> bool {
+    const MISSING: &[&str] = &[
+        "java_home",
+        "no java runtime present",
+        "unable to locate a java runtime",
+        "command not found",
+        "is not recognized as an internal or external command",
+        "is not recognized as the name of a cmdlet",
+        "c compiler cannot create executables",
+        "no acceptable c compiler found",
+        "no cmake_c_compiler could be found",
+        "no cmake_cxx_compiler could be found",
+        "xcrun: error: invalid active developer path",
+        "gpg failed to sign the data",
+        "no space left on device",
+    ];
+    if MISSING.iter().any(|p| e.contains(p)) {
+        return true;
+    }
+    e.lines().any(|l| {
+        let l = l.trim();
+        // `error: linker `cc` not found`; dash's `sh: 1: javac: not found`.
+        (l.contains("linker `") && l.ends_with("` not found"))
+            || ((l.starts_with("sh: ") || l.contains("/sh: ") || l.starts_with("bash: "))
+                && l.ends_with(": not found"))
+            || (l.starts_with("error: toolchain '") && l.ends_with("is not installed"))
+    })
 }
 
 /// How a call that did not run to its own end ended, as Claude Code words it.
@@ -549,7 +592,22 @@ mod tests {
         );
         assert_eq!(
             classify_error("bash: foo: command not found"),
-            ErrorClass::Deterministic
+            ErrorClass::Environment
+        );
+        for missing in [
+            "Exit code 1\nERROR: JAVA_HOME is not set and no 'java' command could be found in your PATH.",
+            "The JAVA_HOME environment variable is not defined correctly,\nthis environment variable is needed to run this program",
+            "error: linker `cc` not found\n  = note: No such file or directory (os error 2)",
+            "sh: 1: javac: not found",
+            "error: gpg failed to sign the data\nfatal: failed to write commit object",
+            "-- The C compiler identification is unknown\nCMake Error: No CMAKE_C_COMPILER could be found.",
+        ] {
+            assert_eq!(classify_error(missing), ErrorClass::Environment, "{missing}");
+        }
+        assert_eq!(
+            classify_error("ModuleNotFoundError: No module named 'app.models'"),
+            ErrorClass::Deterministic,
+            "a module the project names wrongly is the project's to fix"
         );
         assert_eq!(classify_error("Exit code 1\n3 failed"), ErrorClass::Unknown);
         assert_eq!(

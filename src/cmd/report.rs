@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Detectors whose signal is the same arguments again, and those whose signal is the same answer.
-const INPUT_SIGNALS: &[&str] = &["repeat", "cycle", "modification"];
+const INPUT_SIGNALS: &[&str] = &["repeat", "environment", "cycle", "modification"];
 const OUTPUT_SIGNALS: &[&str] = &["stagnation"];
 
 pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: bool) -> Result<()> {

@@ -7,6 +7,7 @@ pub mod breaker;
 pub mod ceiling;
 pub mod circular;
 pub mod cycle;
+pub mod environment;
 pub mod failures;
 pub mod guard;
 pub mod modification;
@@ -49,6 +50,7 @@ pub type AfterAnswer = fn(&View, &Entry) -> Option<Verdict>;
 /// Every detector that can refuse a call, by name.
 pub const BEFORE_CALL: &[(&str, BeforeCall)] = &[
     (repeat::NAME, repeat::check),
+    (environment::NAME, environment::check),
     (stagnation::NAME, stagnation::check),
 ];
 

@@ -142,7 +142,7 @@ pub fn chain<'a>(
 pub fn budget(c: &Chain, cfg: &Repeat) -> u32 {
     let base = match (c.last.status.failed(), c.last.error_class) {
         (true, Some(ErrorClass::Transient)) => cfg.transient,
-        (true, Some(ErrorClass::Deterministic)) => cfg.deterministic,
+        (true, Some(c)) if c.deterministic() => cfg.deterministic,
         (true, _) => cfg.unknown,
         (false, _) if c.last.class.read_only() => cfg.read_only,
         (false, _) => cfg.success,
@@ -171,7 +171,7 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
         return None;
     }
     let allowed = budget(&c, cfg);
-    let deterministic = c.last.error_class == Some(ErrorClass::Deterministic);
+    let deterministic = c.last.error_class.is_some_and(ErrorClass::deterministic);
     // Waiting does not fix a deterministic error: every repeat spends the budget.
     let back_to_back = if deterministic {
         c.answers
@@ -274,7 +274,7 @@ fn missing_reads(v: &View, call: &Call) -> Option<Verdict> {
     let cfg = &v.config.detectors.repeat;
     let allowed = match last.error_class {
         Some(ErrorClass::Transient) => cfg.transient,
-        Some(ErrorClass::Deterministic) => cfg.deterministic,
+        Some(c) if c.deterministic() => cfg.deterministic,
         _ => cfg.unknown,
     };
     let tries = failures.len() as u32;
