@@ -121,6 +121,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// One short line for Claude Code's status bar: reads its statusLine JSON on stdin
+    #[command(
+        after_help = "`loopgate setup` adds it where no statusLine is configured. By hand, in ~/.claude/settings.json:\n  \"statusLine\": {\"type\": \"command\", \"command\": \"loopgate statusline\"}\nBeside a status line you already have (both get the same JSON on stdin):\n  \"command\": \"input=$(cat); printf '%s · %s' \\\"$(printf '%s' \\\"$input\\\" | your-command)\\\" \\\"$(printf '%s' \\\"$input\\\" | loopgate statusline)\\\"\""
+    )]
+    Statusline {
+        #[command(flatten)]
+        state: StateArg,
+        /// The same facts as JSON, for a status line script of your own
+        #[arg(long)]
+        json: bool,
+    },
     /// Clear loop state (config and event log stay)
     #[command(
         after_help = "Examples:\n  loopgate reset --session 0b6f…\n  loopgate reset --all",
@@ -331,6 +342,7 @@ impl Command {
             Command::UserPromptSubmit => "user-prompt-submit",
             Command::PermissionRequest => "permission-request",
             Command::Status { .. } => "status",
+            Command::Statusline { .. } => "statusline",
             Command::Reset { .. } => "reset",
             Command::Report { .. } => "report",
             Command::Explain { .. } => "explain",
@@ -354,9 +366,10 @@ impl Cli {
             return Ok(());
         }
         let (state, config, observe) = match &self.command {
-            Command::Status { .. } | Command::Reset { .. } | Command::Report { .. } => {
-                (true, false, false)
-            }
+            Command::Status { .. }
+            | Command::Statusline { .. }
+            | Command::Reset { .. }
+            | Command::Report { .. } => (true, false, false),
             Command::Explain { .. } | Command::Doctor { .. } | Command::Gc { .. } => {
                 (true, true, false)
             }

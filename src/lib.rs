@@ -89,6 +89,11 @@ pub fn main_entry() -> Exit {
 fn run() -> Exit {
     // Hook calls (one process per tool call) skip clap: its parser is built and run only for the
     // manual commands.
+    // The status line runs on every screen update: no clap either.
+    if let Some(dir) = statusline_args(std::env::args_os().skip(1)) {
+        cmd::statusline::run(dir, false);
+        return Exit::Ok;
+    }
     if let Some(cli) = hook_cli(std::env::args_os().skip(1)) {
         let event = cli.command.hook_event().expect("a hook subcommand");
         return hook::run(&cli, event);
@@ -181,6 +186,9 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             *limit,
             since.as_deref(),
         )?,
+        Command::Statusline { state, json } => {
+            cmd::statusline::run(cli.state_dir_for(state), *json)
+        }
         Command::Reset {
             state,
             session,
@@ -314,6 +322,23 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
 /// Parses a hook call's arguments by hand, exactly as clap would: `--observe`, `--state-dir DIR`
 /// and `--config FILE` (also as `--opt=value`) before exactly one hook subcommand, nothing after.
 /// Anything else (`--help`, a typo, a manual command) returns `None` and goes to clap.
+/// `statusline [--state-dir DIR]`, read by hand: `Some(dir flag)` when that is the command line.
+fn statusline_args(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Option<Option<std::path::PathBuf>> {
+    let mut args = args.into_iter();
+    if args.next()? != "statusline" {
+        return None;
+    }
+    let dir = match (args.next(), args.next(), args.next()) {
+        (None, _, _) => None,
+        (Some(flag), Some(d), None) if flag == "--state-dir" && !d.is_empty() => Some(d.into()),
+        // Anything else (--help, a typo) goes to clap for its message.
+        _ => return None,
+    };
+    Some(dir)
+}
+
 pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cli> {
     use cli::Command as C;
     let mut args = args.into_iter();

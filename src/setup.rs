@@ -50,6 +50,9 @@ pub struct Format {
     /// straight under the event, no matcher groups. Otherwise Claude Code's
     /// `[{"matcher": "*", "hooks": [{"type": "command", "command": …, "timeout": …}]}]`.
     pub flat: bool,
+    /// The CLI runs a `statusLine` command (Claude Code): setup offers `loopgate statusline`
+    /// where none is configured, and uninstalling takes back only its own.
+    pub status_line: bool,
 }
 
 /// Claude Code's settings files.
@@ -57,7 +60,48 @@ pub const CLAUDE: Format = Format {
     hooks: HOOKS,
     timeout: HOOK_TIMEOUT_SECS,
     flat: false,
+    status_line: true,
 };
+
+/// The `statusLine` setup offers: the hooks' binary (never in observe mode: the line only reads).
+fn status_line(command_prefix: &str) -> Value {
+    let bin = command_prefix
+        .strip_suffix(" --observe")
+        .unwrap_or(command_prefix);
+    json!({"type": "command", "command": format!("{bin} statusline")})
+}
+
+/// Whether a `statusLine` is loopgate's own.
+fn is_our_status_line(v: &Value) -> bool {
+    v.get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|c| is_loopgate_command(c) && c.trim_end().ends_with(" statusline"))
+}
+
+/// Offers loopgate's status line: added where there is none, kept up to date where it is ours,
+/// and someone else's left alone (returned as `false`). Uninstalling removes only ours.
+fn settle_status_line(settings: &mut Value, command_prefix: &str, uninstall: bool) -> bool {
+    let Some(root) = settings.as_object_mut() else {
+        return true;
+    };
+    match root.get("statusLine") {
+        Some(v) if is_our_status_line(v) => {
+            if uninstall {
+                root.remove("statusLine");
+            } else {
+                root.insert("statusLine".into(), status_line(command_prefix));
+            }
+            true
+        }
+        Some(_) => false,
+        None => {
+            if !uninstall {
+                root.insert("statusLine".into(), status_line(command_prefix));
+            }
+            true
+        }
+    }
+}
 
 /// Appended to the settings file's name to name the backup of its previous contents.
 pub const BACKUP_SUFFIX: &str = ".loopgate-bak";
@@ -594,6 +638,15 @@ pub fn run_as(
     if format.flat && !uninstall {
         changed |= ensure_version(&mut settings);
     }
+    let before = settings.clone();
+    let status_line_ours =
+        !format.status_line || settle_status_line(&mut settings, command_prefix, uninstall);
+    changed |= settings != before;
+    let status_note = if status_line_ours {
+        ""
+    } else {
+        "; your statusLine is kept (to show loopgate's line in it too, see `loopgate statusline --help`)"
+    };
     // Uninstalling left only what loopgate put there: the file goes.
     let delete = format.flat
         && uninstall
@@ -645,8 +698,8 @@ pub fn run_as(
         (false, false, Some(_)) => format!("added loopgate hooks to {shown}"),
     };
     Ok(match backup {
-        Some(path) => format!("{what} (backup: {})", path.display()),
-        None => what,
+        Some(path) => format!("{what} (backup: {}){status_note}", path.display()),
+        None => format!("{what}{status_note}"),
     })
 }
 
@@ -1158,7 +1211,10 @@ mod tests {
             let (_dir, path) = setup();
             let summary = run(&path, PREFIX, false).unwrap();
             assert!(summary.starts_with("created "), "{summary}");
-            assert_eq!(read(&path), json!({"hooks": hook_block(PREFIX)}));
+            assert_eq!(
+                read(&path),
+                json!({"hooks": hook_block(PREFIX), "statusLine": status_line(PREFIX)})
+            );
             let all = backups(&path);
             assert_eq!(all.len(), 1);
             assert!(records_no_file(&all[0]), "{all:?}");
@@ -1266,12 +1322,50 @@ mod tests {
         }
 
         #[test]
+        fn the_status_line_is_offered_only_where_there_is_none() {
+            let (_dir, path) = setup();
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let theirs = json!({"type": "command", "command": "~/bin/my-line"});
+            fs::write(&path, json!({"statusLine": theirs}).to_string()).unwrap();
+            let summary = run(&path, PREFIX, false).unwrap();
+            assert_eq!(
+                read(&path)["statusLine"],
+                theirs,
+                "someone else's line is kept"
+            );
+            assert!(summary.contains("your statusLine is kept"), "{summary}");
+            run(&path, PREFIX, true).unwrap();
+            assert_eq!(
+                read(&path)["statusLine"],
+                theirs,
+                "and not taken by uninstall"
+            );
+
+            fs::write(&path, "{}").unwrap();
+            run(&path, &format!("{PREFIX} --observe"), false).unwrap();
+            assert_eq!(
+                read(&path)["statusLine"]["command"],
+                format!("{PREFIX} statusline"),
+                "where there was none, it is added (reading needs no observe mode)"
+            );
+            run(&path, PREFIX, true).unwrap();
+            assert_eq!(
+                read(&path).get("statusLine"),
+                None,
+                "uninstall takes its own back"
+            );
+        }
+
+        #[test]
         fn an_empty_file_counts_as_empty_settings() {
             let (_dir, path) = setup();
             fs::create_dir_all(path.parent().unwrap()).unwrap();
             fs::write(&path, "\n").unwrap();
             run(&path, PREFIX, false).unwrap();
-            assert_eq!(read(&path), json!({"hooks": hook_block(PREFIX)}));
+            assert_eq!(
+                read(&path),
+                json!({"hooks": hook_block(PREFIX), "statusLine": status_line(PREFIX)})
+            );
         }
 
         #[test]
@@ -1306,7 +1400,10 @@ mod tests {
                 .unwrap()
                 .file_type()
                 .is_symlink());
-            assert_eq!(read(&real), json!({"hooks": hook_block(PREFIX)}));
+            assert_eq!(
+                read(&real),
+                json!({"hooks": hook_block(PREFIX), "statusLine": status_line(PREFIX)})
+            );
             let mode = fs::metadata(&real).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o640);
             assert!(backups(&path)[0].is_file());

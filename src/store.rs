@@ -503,6 +503,13 @@ impl Store {
     pub fn state_path(&self, session_id: &str) -> PathBuf {
         self.path(&Self::stem(session_id), EXT)
     }
+
+    /// [`Store::state_path`] under `dir`, without opening the store (nothing is made or
+    /// checked: for a reader that must not write, like the status line).
+    pub fn state_path_in(dir: &Path, session_id: &str) -> PathBuf {
+        dir.join("sessions")
+            .join(format!("{}.{EXT}", Self::stem(session_id)))
+    }
 }
 
 /// A generation past this is not one a session reached by saving (see [`Store::save`]).

@@ -19,5 +19,6 @@ mod robustness;
 mod scenario_runner;
 mod secrets;
 mod setup_agents;
+mod statusline;
 mod stop_gate;
 mod wiring_check;

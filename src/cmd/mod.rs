@@ -11,6 +11,7 @@ pub mod report;
 pub mod reset;
 pub mod setup;
 pub mod status;
+pub mod statusline;
 
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};

@@ -72,6 +72,7 @@ pub fn format(agent: Agent) -> Format {
         hooks,
         timeout,
         flat,
+        status_line: false,
     }
 }
 

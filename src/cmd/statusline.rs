@@ -1,0 +1,110 @@
+//! `loopgate statusline`: one short line for Claude Code's status bar. Claude Code runs its
+//! `statusLine` command with the session's JSON on stdin (`session_id`, `cwd`, `model`, …;
+//! `tests/fixtures/statusline/`) whenever the screen updates, so this reads the state without the
+//! lock and without clap, writes nothing, and says little while all is well.
+
+use crate::detectors::ceiling::{SESSION_BOUND, TURN_BOUND};
+use crate::state::SessionState;
+use crate::store::Store;
+use std::io::Read;
+use std::path::PathBuf;
+
+/// Where the status line's input stops being read: Claude Code's is about 2 KiB.
+const MAX_INPUT: u64 = 64 << 10;
+
+/// Prints the line for the session named on stdin (`json`: its facts as one JSON object);
+/// `state_dir` is `--state-dir`, if given.
+pub fn run(state_dir: Option<PathBuf>, json: bool) {
+    let mut input = String::new();
+    let _ = std::io::stdin().take(MAX_INPUT).read_to_string(&mut input);
+    let (text, state) = judge(&input, state_dir);
+    if json {
+        let facts = match &state {
+            Some(s) => serde_json::json!({
+                "line": text,
+                "session": s.session,
+                "calls": s.totals.calls,
+                "warnings": s.totals.warnings,
+                "refused": s.totals.denials,
+                "walked_into": if s.ceiling.turn == s.turn.number { s.ceiling.refusals } else { 0 },
+                "turn_bound": TURN_BOUND,
+                "turn_ended": s.ceiling.turn == s.turn.number && s.ceiling.ended,
+                "ended_turns": s.ceiling.ended_turns,
+                "session_bound": SESSION_BOUND,
+            }),
+            None => serde_json::json!({"line": text}),
+        };
+        println!("{facts}");
+    } else {
+        println!("{text}");
+    }
+}
+
+/// The line, and the session's state when there is one.
+fn judge(input: &str, state_dir: Option<PathBuf>) -> (String, Option<SessionState>) {
+    if std::env::var("LOOPGATE_DISABLE")
+        .ok()
+        .and_then(|v| crate::config_sources::parse_bool(&v))
+        == Some(true)
+    {
+        return ("loopgate off (LOOPGATE_DISABLE is set)".into(), None);
+    }
+    let session = serde_json::from_str::<serde_json::Value>(input)
+        .ok()
+        .and_then(|v| v.get("session_id")?.as_str().map(str::to_owned));
+    let Some(session) = session.filter(|s| !s.is_empty()) else {
+        return ("loopgate".into(), None);
+    };
+    let dir = state_dir.or_else(|| super::state_dir(None).ok());
+    let state = dir
+        .iter()
+        .chain(Store::fallback_dir().iter())
+        .find_map(|d| Store::peek(&Store::state_path_in(d, &session)));
+    match state {
+        Some(s) => (describe(&s), Some(s)),
+        // No call of this session has reached loopgate yet.
+        None => ("loopgate ✓".into(), None),
+    }
+}
+
+/// Where one session stands, shortest first: calls; then warnings and refusals if any; then
+/// the ceiling once the agent has walked into a refusal this turn.
+pub fn describe(s: &SessionState) -> String {
+    let t = &s.totals;
+    let c = &s.ceiling;
+    let this_turn = c.turn == s.turn.number;
+    if c.ended_turns >= SESSION_BOUND {
+        return format!(
+            "loopgate ■ {}/{SESSION_BOUND} turns ended at the loop ceiling: unattended prompts \
+             are refused until `loopgate reset`",
+            c.ended_turns
+        );
+    }
+    if this_turn && c.ended {
+        return format!(
+            "loopgate ■ turn ended: {} refusals walked into · {}/{SESSION_BOUND} turns ended",
+            c.refusals.max(TURN_BOUND),
+            c.ended_turns
+        );
+    }
+    let calls = if t.calls == 1 { "call" } else { "calls" };
+    let mut parts = vec![format!("{} {calls}", t.calls)];
+    if t.warnings > 0 {
+        parts.push(format!("{} warned", t.warnings));
+    }
+    if t.denials > 0 {
+        parts.push(format!("{} refused", t.denials));
+    }
+    if this_turn && c.refusals > 0 {
+        parts.push(format!("ceiling {}/{TURN_BOUND}", c.refusals));
+    }
+    if c.ended_turns > 0 {
+        parts.push(format!("{}/{SESSION_BOUND} turns ended", c.ended_turns));
+    }
+    let mark = if t.denials > 0 || c.ended_turns > 0 {
+        "▲"
+    } else {
+        "✓"
+    };
+    format!("loopgate {mark} {}", parts.join(" · "))
+}

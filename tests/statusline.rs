@@ -1,0 +1,103 @@
+//! `loopgate statusline` through the binary, on the status-line input Claude Code 2.1.330 was
+//! seen to send (`tests/fixtures/statusline/`, captured from the interactive CLI against the fake
+//! model): one short line, quiet while all is well, telling refusals and the ceiling as they come.
+
+use crate::common::Env;
+use serde_json::Value;
+
+/// The captured input, for `env`'s session.
+fn input(env: &Env) -> Vec<u8> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/statusline");
+    let mut v: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("2.1.330-after-turn.json")).unwrap(),
+    )
+    .unwrap();
+    v["session_id"] = env.session.clone().into();
+    v["cwd"] = env.project.to_string_lossy().into_owned().into();
+    v.to_string().into_bytes()
+}
+
+fn line(env: &Env) -> String {
+    let out = env.run(&["statusline"], &input(env));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    assert_eq!(out.stdout.lines().count(), 1, "one line: {:?}", out.stdout);
+    out.stdout.trim_end().to_string()
+}
+
+#[test]
+fn the_line_is_quiet_while_all_is_well_and_tells_refusals_and_the_ceiling() {
+    let env = Env::new();
+    assert_eq!(
+        line(&env),
+        "loopgate ✓",
+        "a session loopgate has not seen yet"
+    );
+    env.bash("ls", Ok("README.md"));
+    assert_eq!(line(&env), "loopgate ✓ 1 call");
+
+    let error = "Exit code 1\ncat: config.yml: No such file or directory";
+    env.bash("cat config.yml", Err(error));
+    env.bash("cat config.yml", Err(error));
+    assert!(env.bash("cat config.yml", Err(error)).denied());
+    let refused = line(&env);
+    assert!(refused.starts_with("loopgate ▲ "), "{refused}");
+    assert!(refused.contains("1 refused"), "{refused}");
+    assert!(
+        !refused.contains("ceiling"),
+        "a first refusal is not defiance: {refused}"
+    );
+
+    // Walked into: the refusal repeated with nothing changed.
+    for _ in 0..3 {
+        assert!(env.bash("cat config.yml", Err(error)).denied());
+    }
+    let defied = line(&env);
+    assert!(defied.contains("ceiling 4/10"), "{defied}");
+
+    for _ in 0..6 {
+        env.bash("cat config.yml", Err(error));
+    }
+    let ended = line(&env);
+    assert!(ended.starts_with("loopgate ■ turn ended"), "{ended}");
+    let facts = env.run(&["statusline", "--json"], &input(&env)).json();
+    assert_eq!(facts["line"], ended.as_str());
+    assert_eq!(facts["turn_ended"], true);
+    assert_eq!(facts["walked_into"], 10);
+}
+
+#[test]
+fn the_line_reads_without_writing_and_says_when_loopgate_is_off() {
+    let env = Env::new();
+    env.bash("ls", Ok("README.md"));
+    let sessions = env.state.join("sessions");
+    let before: Vec<_> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name(), e.metadata().unwrap().modified().unwrap())
+        })
+        .collect();
+    line(&env);
+    let after: Vec<_> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name(), e.metadata().unwrap().modified().unwrap())
+        })
+        .collect();
+    assert_eq!(before, after, "the status line changes nothing on disk");
+
+    let off = env.var("LOOPGATE_DISABLE", "1");
+    assert_eq!(line(&off), "loopgate off (LOOPGATE_DISABLE is set)");
+}
+
+#[test]
+fn bad_input_still_gets_a_line() {
+    let env = Env::new();
+    for stdin in [&b""[..], b"not json", b"{\"session_id\": 5}"] {
+        let out = env.run(&["statusline"], stdin);
+        assert_eq!(out.code, 0);
+        assert_eq!(out.stdout, "loopgate\n", "{stdin:?}");
+    }
+}
