@@ -71,25 +71,24 @@ fn the_line_reads_without_writing_and_says_when_loopgate_is_off() {
     let env = Env::new();
     env.bash("ls", Ok("README.md"));
     let sessions = env.state.join("sessions");
-    let before: Vec<_> = std::fs::read_dir(&sessions)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (e.file_name(), e.metadata().unwrap().modified().unwrap())
-        })
-        .collect();
+    let before = files(&sessions);
     line(&env);
-    let after: Vec<_> = std::fs::read_dir(&sessions)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (e.file_name(), e.metadata().unwrap().modified().unwrap())
-        })
-        .collect();
+    let after = files(&sessions);
     assert_eq!(before, after, "the status line changes nothing on disk");
 
     let off = env.var("LOOPGATE_DISABLE", "1");
     assert_eq!(line(&off), "loopgate off (LOOPGATE_DISABLE is set)");
+}
+
+/// The files in `dir` with their modification times.
+fn files(dir: &std::path::Path) -> Vec<(std::ffi::OsString, std::time::SystemTime)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name(), e.metadata().unwrap().modified().unwrap())
+        })
+        .collect()
 }
 
 #[test]
