@@ -542,6 +542,16 @@ impl Payloads {
         encode(&v)
     }
 
+    /// What Claude Code's statusLine command gets (captured from 2.1.330), for `session`.
+    fn status_line(&self, session: &str) -> Vec<u8> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/statusline");
+        let text = std::fs::read_to_string(dir.join("2.1.330-after-turn.json"))
+            .expect("the statusline fixture");
+        let mut v: Value = serde_json::from_str(&text).expect("the statusline fixture is JSON");
+        v["session_id"] = session.into();
+        encode(&v)
+    }
+
     fn stop(&self, session: &str, prompt_id: &str) -> Vec<u8> {
         encode(&self.stamp(&self.stop, session, prompt_id))
     }
@@ -688,13 +698,14 @@ enum Row {
     PromptLoaded,
     PreLoaded,
     PostLoaded,
+    StatusLoaded,
     PeerPre,
     PeerPost,
     PeerStop,
 }
 
 impl Row {
-    const ALL: [Row; 20] = [
+    const ALL: [Row; 21] = [
         Row::Bare,
         Row::Floor,
         Row::SessionStart,
@@ -712,6 +723,7 @@ impl Row {
         Row::PromptLoaded,
         Row::PreLoaded,
         Row::PostLoaded,
+        Row::StatusLoaded,
         Row::PeerPre,
         Row::PeerPost,
         Row::PeerStop,
@@ -738,7 +750,12 @@ impl Row {
         &[Row::GitStatus],
         // Like a fresh session's call, the loaded session's follows its own prompt: "flat" then
         // compares the same sequence at two state sizes.
-        &[Row::PromptLoaded, Row::PreLoaded, Row::PostLoaded],
+        &[
+            Row::PromptLoaded,
+            Row::PreLoaded,
+            Row::PostLoaded,
+            Row::StatusLoaded,
+        ],
         &[Row::PeerPre],
         &[Row::PeerPost],
         &[Row::PeerStop],
@@ -797,6 +814,7 @@ impl Row {
             Row::PromptLoaded => format!("loopgate user-prompt-submit, {loaded} (a new turn)"),
             Row::PreLoaded => format!("loopgate pre-tool-use, {loaded}"),
             Row::PostLoaded => format!("loopgate post-tool-use, {loaded}"),
+            Row::StatusLoaded => format!("loopgate statusline, {loaded} (Claude Code's status bar)"),
             Row::PeerPre => "peer dedup-check.sh (pre, bash+jq)".into(),
             Row::PeerPost => "peer failure-reset.sh (post, bash+jq)".into(),
             Row::PeerStop => format!("peer progress-gate.sh (stop, {repo})"),
@@ -846,6 +864,7 @@ fn invocation(row: Row, i: usize, ctx: &Ctx) -> Invocation {
         Row::PromptLoaded => loaded("user-prompt-submit", p.prompt(ls, &lp)),
         Row::PreLoaded => loaded("pre-tool-use", p.pre(ls, &lp, &lcall)),
         Row::PostLoaded => loaded("post-tool-use", p.post(ls, &lp, &lcall)),
+        Row::StatusLoaded => loaded("statusline", p.status_line(ls)),
         Row::PeerPre => peer("dedup-check.sh", p.pre(&s, &prompt, &call)),
         Row::PeerPost => peer("failure-reset.sh", p.post(&s, &prompt, &call)),
         Row::PeerStop => peer("progress-gate.sh", p.stop(&s, &prompt)),
@@ -1112,6 +1131,7 @@ fn measure_instructions(ctx: &Ctx) -> Vec<(Row, Result<u64, String>)> {
         Row::PromptLoaded,
         Row::PreLoaded,
         Row::PostLoaded,
+        Row::StatusLoaded,
     ]
     .into_iter()
     .map(|row| (row, instructions(&invocation(row, i, ctx), ctx)))
@@ -1459,6 +1479,7 @@ impl Report<'_> {
             self.pre_post_vs(Row::Floor, "the minimal Rust binary", TARGET_X_FLOOR),
             self.pre_post_vs(Row::Bare, "`/bin/true`", TARGET_X_BARE),
             self.flatness(),
+            self.status_line(),
             self.realistic_commands(),
             self.prompt_vs_floor(),
             self.stop_vs_git_status(),
@@ -1571,6 +1592,22 @@ impl Report<'_> {
             goal,
             pre.max(post) <= TARGET_FLAT_RATIO,
             format!("pre {pre:.2}×, post {post:.2}×"),
+        )
+    }
+
+    /// Issue 28: the status line runs on every screen update, so it must cost less than the hook
+    /// call it reports on, read from the longest session.
+    fn status_line(&self) -> Target {
+        let calls = thousands(self.ctx.settings.calls);
+        let goal = format!("statusline at {calls} calls median ≤ pre-tool-use of a fresh session");
+        let (Some(line), Some(pre)) = (self.median(Row::StatusLoaded), self.median(Row::PreFresh))
+        else {
+            return Target::skip(goal);
+        };
+        Target::check(
+            goal,
+            line <= pre,
+            format!("{line:.2} ms vs {pre:.2} ms ({:.2}×)", line / pre),
         )
     }
 

@@ -99,8 +99,12 @@ pub enum Command {
     /// Hook: PermissionRequest (Copilot CLI: ends a turn past the loop ceiling)
     PermissionRequest,
     /// See loopgate work: a short loop played through the real hook, in a throw-away directory
-    #[command(after_help = "Example:\n  loopgate demo")]
-    Demo,
+    #[command(after_help = "Examples:\n  loopgate demo\n  loopgate demo --json")]
+    Demo {
+        /// Machine-readable output: each step, what the agent read, and the status afterwards
+        #[arg(long)]
+        json: bool,
+    },
     /// Show sessions, most recently active first, with their counters and last decisions
     #[command(
         after_help = "Examples:\n  loopgate status --limit 3\n  loopgate status --since 2h --json"
@@ -353,7 +357,7 @@ impl Command {
             Command::Setup { .. } => "setup",
             Command::Completions { .. } => "completions",
             Command::Man => "man",
-            Command::Demo => "demo",
+            Command::Demo { .. } => "demo",
         }
     }
 }

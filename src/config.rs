@@ -19,6 +19,10 @@ pub enum When {
     Always,
 }
 
+/// The longest wait for the session lock whatever the config says: a hook must stay fast even
+/// when another process holds the lock on purpose. Past it the call is judged without saving.
+pub const MAX_LOCK_WAIT_MS: u64 = 5000;
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {

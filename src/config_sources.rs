@@ -397,6 +397,8 @@ pub fn load(src: &Sources) -> Loaded {
             }
         }
     };
+    let mut config = config;
+    limits(&mut config, &mut merged, &mut problems);
     let mut origins = BTreeMap::new();
     if src.provenance {
         origins.extend(
@@ -417,6 +419,31 @@ pub fn load(src: &Sources) -> Loaded {
         origins,
         effective: Some(merged),
         missing_explicit,
+    }
+}
+
+/// Values serde takes that loopgate cannot honour as written: the value in effect is put in
+/// `config` and in `merged` (which `loopgate config` shows), with a problem saying so.
+fn limits(config: &mut Config, merged: &mut Table, problems: &mut Vec<String>) {
+    let max = crate::config::MAX_LOCK_WAIT_MS;
+    if config.lock_timeout_ms > max {
+        problems.push(format!(
+            "lock_timeout_ms = {}: a hook waits at most {max} ms for the session lock, \
+             so {max} is in effect",
+            config.lock_timeout_ms
+        ));
+        config.lock_timeout_ms = max;
+        if merged.contains_key("lock_timeout_ms") {
+            set(merged, "lock_timeout_ms", Value::Integer(max as i64));
+        }
+    }
+    let s = &config.detectors.stagnation;
+    if s.enabled && s.warn_at >= s.deny_at {
+        problems.push(format!(
+            "detectors.stagnation.warn_at = {} is not below deny_at = {}: the refusal comes \
+             first, so its warning never shows",
+            s.warn_at, s.deny_at
+        ));
     }
 }
 
@@ -783,7 +810,7 @@ mod tests {
         assert_eq!(l.problems.len(), 1, "{:?}", l.problems);
         assert!(
             l.problems[0].starts_with(&format!(
-                "{}:2: `failures.warn_after = \"five\"`: the text \"five\", expected a whole number of 0 or more",
+                "{}:2: `failures.warn_after = \"five\"`: the text \"five\", expected a whole number from 0 to 4294967295",
                 proj.display()
             )),
             "{}",

@@ -22,9 +22,7 @@ use std::time::Duration;
 /// Stdin larger than this is not a hook payload we can judge in time.
 const MAX_INPUT: u64 = 64 << 20;
 
-/// The longest wait for the session lock whatever the config says: a hook must stay fast even
-/// when another process holds the lock on purpose. Past it the call is judged without saving.
-const MAX_LOCK_WAIT_MS: u64 = 5000;
+use crate::config::MAX_LOCK_WAIT_MS;
 
 /// How long a call waits for the session lock or the event log's: the config's, capped.
 fn lock_wait(cfg: &config::Config) -> Duration {

@@ -313,7 +313,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
         }
         Command::Completions { shell } => cmd::completions::completions(*shell)?,
         Command::Man => cmd::completions::man()?,
-        Command::Demo => return cmd::demo::run(),
+        Command::Demo { json } => return cmd::demo::run(*json),
         _ => unreachable!("hook subcommands are handled before"),
     }
     Ok(true)

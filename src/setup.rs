@@ -677,6 +677,7 @@ pub fn run_as(
     text.push('\n');
     if delete {
         fs::remove_file(&target).with_context(|| format!("cannot remove {shown}"))?;
+        remove_empty_parents(&target);
     } else {
         write_atomic(&target, text.as_bytes(), permissions.as_ref())
             .with_context(|| format!("cannot write {shown}"))?;
@@ -697,10 +698,52 @@ pub fn run_as(
         (false, true, Some(_)) => format!("updated loopgate hooks in {shown}"),
         (false, false, Some(_)) => format!("added loopgate hooks to {shown}"),
     };
+    let kept = if uninstall {
+        backups_left(settings_path)
+    } else {
+        String::new()
+    };
     Ok(match backup {
-        Some(path) => format!("{what} (backup: {}){status_note}", path.display()),
-        None => format!("{what}{status_note}"),
+        Some(path) => format!("{what} (backup: {}){status_note}{kept}", path.display()),
+        None => format!("{what}{status_note}{kept}"),
     })
+}
+
+/// After the hook file went: its folder, and the CLI's dot-folder above it, when nothing else is
+/// left in them (setup made them; a CLI that was never installed keeps no trace of loopgate).
+fn remove_empty_parents(file: &Path) {
+    let Some(dir) = file.parent() else {
+        return;
+    };
+    if fs::remove_dir(dir).is_ok() {
+        if let Some(up) = dir.parent().filter(|u| {
+            u.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.'))
+        }) {
+            let _ = fs::remove_dir(up);
+        }
+    }
+}
+
+/// After an uninstall: the backups left beside the settings file, said once, so that nothing
+/// of loopgate's stays behind untold.
+fn backups_left(settings_path: &Path) -> String {
+    let all = backups(settings_path);
+    if all.is_empty() {
+        return String::new();
+    }
+    let dir = settings_path.parent().unwrap_or(Path::new("."));
+    format!(
+        "; {} of the settings file kept in {} (`{}{BACKUP_SUFFIX}*`; `loopgate setup --restore` \
+         returns to the newest, or delete them)",
+        crate::words::count(all.len() as u64, "backup"),
+        dir.display(),
+        settings_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    )
 }
 
 /// Whether a loopgate hook command runs in observe mode (`--observe` among its words).

@@ -19,8 +19,11 @@ pub fn plain(msg: &str) -> String {
         ("expected ident", "not JSON"),
         ("expected value", "not JSON"),
         ("expected u8", "expected a whole number from 0 to 255"),
-        ("expected u16", "expected a whole number of 0 or more"),
-        ("expected u32", "expected a whole number of 0 or more"),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        (
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        ),
         ("expected u64", "expected a whole number of 0 or more"),
         ("expected usize", "expected a whole number of 0 or more"),
         ("expected i32", "expected a whole number"),
@@ -69,7 +72,7 @@ mod tests {
     fn serde_names_become_words() {
         assert_eq!(
             plain("invalid type: floating point `3.5`, expected u32"),
-            "the number `3.5`, expected a whole number of 0 or more"
+            "the number `3.5`, expected a whole number from 0 to 4294967295"
         );
         assert_eq!(
             plain("invalid type: integer `0`, expected struct Payload at line 1 column 1"),
@@ -81,7 +84,12 @@ mod tests {
         );
         assert_eq!(
             plain("invalid value: integer `-1`, expected u32"),
-            "the number `-1`, expected a whole number of 0 or more"
+            "the number `-1`, expected a whole number from 0 to 4294967295"
+        );
+        assert_eq!(
+            plain("invalid value: integer `99999999999`, expected u32"),
+            "the number `99999999999`, expected a whole number from 0 to 4294967295",
+            "a number too large is told its range, not that it should be 0 or more"
         );
     }
 }

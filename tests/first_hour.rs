@@ -95,6 +95,49 @@ fn config_and_payload_errors_are_in_words() {
 }
 
 #[test]
+fn config_shows_what_is_in_effect_and_says_why() {
+    let env = Env::new().config(
+        "lock_timeout_ms = 99999\n[detectors.stagnation]\nwarn_at = 9\ndeny_at = 8\n[detectors.repeat]\nsuccess = 99999999999\n",
+    );
+    let out = env.run(&["config"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("lock_timeout_ms = 5000")),
+        "the capped value is the one shown: {}",
+        out.stdout
+    );
+    assert!(
+        out.stderr
+            .contains("lock_timeout_ms = 99999: a hook waits at most 5000 ms"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("warn_at = 9 is not below deny_at = 8: the refusal comes first"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("the number `99999999999`, expected a whole number from 0 to 4294967295"),
+        "a number too large is told its range: {}",
+        out.stderr
+    );
+    let facts = env.run(&["config", "--json"], b"").json();
+    let lock = facts["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "lock_timeout_ms")
+        .unwrap()
+        .clone();
+    assert_eq!(lock["value"], 5000);
+}
+
+#[test]
 fn counts_of_one_are_singular() {
     let mut env = Env::new();
     env.new_prompt("p1");
@@ -165,6 +208,25 @@ fn demo_denies_a_real_loop_in_under_a_second_and_touches_nothing_of_the_users() 
     assert_eq!(snapshot(tmp), [], "the demo left its throw-away directory");
 }
 
+#[test]
+fn demo_json_gives_each_step_and_the_status_after() {
+    let env = Env::new();
+    let doc = env.run(&["demo", "--json"], b"").json();
+    assert_eq!(doc["denied"], true, "{doc}");
+    let steps = doc["steps"].as_array().unwrap();
+    let last = steps.last().unwrap();
+    assert_eq!(last["denied"], true, "{doc}");
+    assert!(
+        last["agent_reads"]
+            .as_str()
+            .unwrap()
+            .contains("LOOP_DETECTED"),
+        "{doc}"
+    );
+    assert!(steps.iter().any(|s| s["failed"] == true), "{doc}");
+    assert_eq!(doc["status"][0]["session"], "demo-session", "{doc}");
+}
+
 /// A copy of the binary at `dir/loopgate`, as an install would leave it.
 fn installed_copy(dir: &Path) -> std::path::PathBuf {
     std::fs::create_dir_all(dir).unwrap();
@@ -225,6 +287,39 @@ fn restore_after_a_first_setup_returns_to_no_file() {
     }
 }
 
+#[test]
+fn uninstall_names_the_backups_it_leaves() {
+    let env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    let file = home.join(".claude/settings.json");
+    write(&file, "{\"model\": \"opus\"}\n");
+    assert_eq!(env.run(&["setup"], b"").code, 0);
+    let out = env.run(&["setup", "--uninstall"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let left = std::fs::read_dir(file.parent().unwrap())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains(".loopgate-bak")
+        })
+        .count();
+    assert!(left >= 2, "setup's and uninstall's backups");
+    assert!(
+        out.stdout
+            .contains(&format!("{left} backups of the settings file kept in")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("settings.json.loopgate-bak*"),
+        "{}",
+        out.stdout
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn install_sh_uninstall_removes_the_binary_the_hooks_call() {
@@ -271,6 +366,29 @@ fn loop_until_denied(env: &Env, cmd: &str) -> Out {
         }
     }
     panic!("{cmd} was never denied");
+}
+
+#[test]
+fn report_counts_refused_calls_apart_from_successes() {
+    let mut env = Env::new();
+    env.new_prompt("p1");
+    env.bash("ls", Ok("README.md"));
+    loop_until_denied(&env, "frobnicate --all");
+    assert!(env.bash("frobnicate --all", Err("unused")).denied());
+    let report = env.run(&["report", "--json"], b"").json();
+    let st = &report["statistics"];
+    assert_eq!(st["refused"], 2, "{report}");
+    assert_eq!(st["ran"], 3, "ls and two failures ran: {report}");
+    let rate = st["success_rate"].as_f64().unwrap();
+    assert!(
+        (rate - 1.0 / 3.0).abs() < 1e-9,
+        "one of three calls that ran succeeded: {report}"
+    );
+    let text = env.run(&["report"], b"").stdout;
+    assert!(
+        text.contains("5 calls (2 refused), 2 failures (success rate 33.3% of the calls that ran)"),
+        "{text}"
+    );
 }
 
 #[test]

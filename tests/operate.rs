@@ -89,7 +89,7 @@ fn a_wrong_type_in_the_project_file_costs_only_that_setting() {
     assert_eq!(
         doc["problems"],
         json!([format!(
-            "{}:2: `failures.warn_after = \"five\"`: the text \"five\", expected a whole number of 0 or more; ignored",
+            "{}:2: `failures.warn_after = \"five\"`: the text \"five\", expected a whole number from 0 to 4294967295; ignored",
             project_config(&env).display()
         )])
     );

@@ -243,6 +243,16 @@ fn the_command_reports_sessions_totals_and_skipped_files() {
 
     let (json, _) = replay_cmd(&["--json", ROOT]);
     let reports: Value = serde_json::from_str(&json).unwrap();
+    // Every reason is printed whole: what the agent would have been told, to its last word.
+    for fired in reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["fired"].as_array().unwrap())
+    {
+        let reason = fired["reason"].as_str().unwrap();
+        assert!(stdout.contains(reason), "clipped: {reason}\n{stdout}");
+    }
     let reports = reports.as_array().unwrap();
     assert_eq!(reports.len(), 2);
     assert_eq!(reports[1]["file"], SESSION);

@@ -99,12 +99,15 @@ impl Sandbox {
 /// What the agent saw, step by step.
 pub struct Played {
     pub lines: Vec<String>,
+    /// The same steps as data, for `--json`.
+    pub steps: Vec<Value>,
     pub denied: bool,
     pub status: String,
 }
 
 /// Plays the loop in a throw-away directory that is gone when this returns.
-pub fn play() -> Result<Played> {
+/// `as_json`: the status afterwards as `status --json` prints it.
+pub fn play(as_json: bool) -> Result<Played> {
     let root = tempfile::Builder::new()
         .prefix("loopgate-demo-")
         .tempdir()
@@ -116,6 +119,7 @@ pub fn play() -> Result<Played> {
     std::fs::create_dir_all(sandbox.project())?;
     std::fs::write(sandbox.root.path().join("config.toml"), "")?;
     let mut lines = Vec::new();
+    let mut steps = Vec::new();
     let prompt = "make the login test pass";
     sandbox.hook(
         "user-prompt-submit",
@@ -123,6 +127,7 @@ pub fn play() -> Result<Played> {
         json!({"prompt": prompt, "prompt_id": "p1"}),
     )?;
     lines.push(format!("you: \"{prompt}\""));
+    steps.push(json!({"prompt": prompt}));
     let mut denied = false;
     for n in 1..=MAX_TRIES {
         let id = format!("toolu_demo_{n}");
@@ -137,6 +142,7 @@ pub fn play() -> Result<Played> {
             lines
                 .push("        DENIED by loopgate; instead of running it, the agent reads:".into());
             quote(&mut lines, reason.unwrap_or(""));
+            steps.push(json!({"call": n, "tool": "Bash", "command": COMMAND, "denied": true, "agent_reads": reason}));
             let text = format!("PreToolUse:Bash hook error: {}", reason.unwrap_or(""));
             batch(&sandbox, &input, &id, &text)?;
             denied = true;
@@ -150,19 +156,26 @@ pub fn play() -> Result<Played> {
         failed["error"] = json!(FAILURE);
         failed["is_interrupt"] = json!(false);
         let post = sandbox.hook("post-tool-use-failure", "PostToolUseFailure", failed)?;
-        if let Some(ctx) = post
+        let note = post
             .as_ref()
-            .and_then(|v| v["hookSpecificOutput"]["additionalContext"].as_str())
-        {
+            .and_then(|v| v["hookSpecificOutput"]["additionalContext"].as_str());
+        if let Some(ctx) = note {
             lines.push("        loopgate adds a note for the agent:".into());
             quote(&mut lines, ctx);
         }
+        steps.push(json!({"call": n, "tool": "Bash", "command": COMMAND, "denied": false, "failed": true, "note": note}));
         batch(&sandbox, &input, &id, FAILURE)?;
     }
-    let (ok, status, stderr) = sandbox.run(&["status", "--session", SESSION], "")?;
+    let args: &[&str] = if as_json {
+        &["status", "--session", SESSION, "--json"]
+    } else {
+        &["status", "--session", SESSION]
+    };
+    let (ok, status, stderr) = sandbox.run(args, "")?;
     anyhow::ensure!(ok, "status failed: {}", stderr.trim());
     Ok(Played {
         lines,
+        steps,
         denied,
         status,
     })
@@ -195,9 +208,20 @@ fn batch(sandbox: &Sandbox, input: &Value, id: &str, text: &str) -> Result<()> {
 }
 
 /// `loopgate demo`.
-pub fn run() -> Result<bool> {
+pub fn run(as_json: bool) -> Result<bool> {
     let start = std::time::Instant::now();
-    let played = play()?;
+    let played = play(as_json)?;
+    if as_json {
+        let status: Value = serde_json::from_str(&played.status).unwrap_or(Value::Null);
+        let doc = json!({
+            "steps": played.steps,
+            "denied": played.denied,
+            "status": status,
+            "took_ms": start.elapsed().as_millis() as u64,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(played.denied);
+    }
     println!("loopgate demo: an agent runs the same failing test again and again.");
     println!("Each step below is this binary run as the Claude Code hook, in a throw-away");
     println!("directory; nothing of yours is read or written.\n");

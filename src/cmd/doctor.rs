@@ -193,18 +193,26 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
     };
     let shown = file.display();
     let setup_fix = format!("run `loopgate setup --agent {}`", agent.name());
+    // Not wired is the person's choice (never installed, or uninstalled), not a fault: said,
+    // with how to wire it, and never failed; only wiring that is there and broken fails.
+    let unwired = || {
+        let detail = match &on_path {
+            Some(_) => format!(
+                "{} is on PATH; loopgate is not wired to it (no loopgate hook in {shown}; \
+                 `loopgate setup --agent {}` wires it)",
+                agent.title(),
+                agent.name()
+            ),
+            None => format!(
+                "no `{}` on PATH and no loopgate hook in {shown}: not checked",
+                agent_program(agent)
+            ),
+        };
+        info(name, detail)
+    };
     let text = match crate::bounded::read_text(&file, None, 4 << 20) {
         Ok(Some(t)) => t,
-        Ok(None) => {
-            return Some(fail(
-                name,
-                format!(
-                    "{} is installed but {shown} does not exist: loopgate is not wired",
-                    agent.title()
-                ),
-                setup_fix,
-            ))
-        }
+        Ok(None) => return Some(unwired()),
         Err(why) => {
             return Some(fail(
                 name,
@@ -228,11 +236,7 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
     let inspected = crate::wiring_check::inspect(agent, &[(file.clone(), settings)], Some(&config));
     let found = inspected.found;
     if found.is_empty() {
-        return Some(fail(
-            name,
-            format!("no loopgate hook in {shown}"),
-            setup_fix,
-        ));
+        return Some(unwired());
     }
     let mut problems = inspected.problems;
     // The binary the hooks call exists and runs.

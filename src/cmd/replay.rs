@@ -150,7 +150,8 @@ fn print_session(r: &SessionReport, blocks_only: bool) {
             crate::payload::clip(tool, 12),
             f.detector,
             f.decision,
-            crate::payload::clip(&f.reason, 110)
+            // Whole: a clipped reason hides what the agent would have been told.
+            f.reason
         );
     }
     for line in crate::cost::describe(&r.loops, "  cost: ") {

@@ -196,6 +196,9 @@ pub fn build(all_events: &[Value], states: &[SessionState]) -> Value {
     let calls: u64 = states.iter().map(|s| s.totals.calls).sum::<u64>() + cleared(&["calls"]);
     let failures: u64 =
         states.iter().map(|s| s.totals.failures).sum::<u64>() + cleared(&["failures"]);
+    // A refused call never ran: it is neither a success nor a failure.
+    let refused: u64 = states.iter().map(|s| s.totals.denials).sum::<u64>() + cleared(&["denials"]);
+    let ran = calls.saturating_sub(refused);
     let interventions: u64 = states
         .iter()
         .map(|s| s.totals.denials + s.totals.warnings + s.totals.blocks)
@@ -246,7 +249,9 @@ pub fn build(all_events: &[Value], states: &[SessionState]) -> Value {
             "sessions": states.len(),
             "calls": calls,
             "failures": failures,
-            "success_rate": if calls == 0 { Value::Null } else { json!(1.0 - failures as f64 / calls as f64) },
+            "refused": refused,
+            "ran": ran,
+            "success_rate": if ran == 0 { Value::Null } else { json!(ran.saturating_sub(failures) as f64 / ran as f64) },
             "interventions": interventions,
             "turns_with_interventions": turns_int,
             "of_which_ended_with_progress": turns_prog,
@@ -267,9 +272,13 @@ fn print(r: &Value) {
     }
     let st = &r["statistics"];
     println!(
-        "{}, {}, {} (success rate {}), {}; {} needed one, {} of them still ended with progress",
+        "{}, {}{}, {} (success rate {} of the calls that ran), {}; {} needed one, {} of them still ended with progress",
         n(&st["sessions"], "session"),
         n(&st["calls"], "call"),
+        match st["refused"].as_u64() {
+            Some(r) if r > 0 => format!(" ({r} refused)"),
+            _ => String::new(),
+        },
         n(&st["failures"], "failure"),
         st["success_rate"]
             .as_f64()
