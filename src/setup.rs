@@ -164,6 +164,156 @@ fn group(command_prefix: &str, subcommand: &str, tool_event: bool, format: &Form
     Value::Object(group)
 }
 
+/// How loopgate's handlers in `settings` differ from what setup writes with `command_prefix`
+/// (issue 30: a handler edited in place — `async`, a matcher or `if` that never holds, a
+/// redirection, `LOOPGATE_DISABLE=1 …`, `--observe`, another subcommand, a 1 ms timeout — is a
+/// switch-off as surely as one removed). One line per difference; empty when there is none.
+pub fn handler_drift(settings: &Value, command_prefix: &str, format: &Format) -> Vec<String> {
+    let mut found = Vec::new();
+    let Some(hooks) = settings.get("hooks").and_then(Value::as_object) else {
+        return found;
+    };
+    for &(event, subcommand, tool_event) in format.hooks {
+        let Some(Value::Array(groups)) = hooks.get(event) else {
+            continue;
+        };
+        let expected = group(command_prefix, subcommand, tool_event, format);
+        for g in groups {
+            let (handlers, outer): (Vec<&Value>, Option<&Value>) = if format.flat {
+                (vec![g], None)
+            } else {
+                match g.get("hooks") {
+                    Some(Value::Array(hs)) => (hs.iter().collect(), Some(g)),
+                    _ => continue,
+                }
+            };
+            for h in handlers.into_iter().filter(|h| is_loopgate_handler(h)) {
+                let mut why = Vec::new();
+                if let Some(g) = outer {
+                    why.extend(group_drift(g, tool_event));
+                }
+                let want = if format.flat {
+                    &expected
+                } else {
+                    &expected["hooks"][0]
+                };
+                why.extend(handler_fields_drift(h, want));
+                if !why.is_empty() {
+                    found.push(format!(
+                        "loopgate's {event} handler was changed ({})",
+                        why.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A matcher group holding loopgate's handler: a tool event's matcher must match every tool; other
+/// events get none (a matcher there filters by source or file, and could match nothing).
+fn group_drift(g: &Value, tool_event: bool) -> Vec<String> {
+    let mut why = Vec::new();
+    match g.get("matcher") {
+        None => {}
+        Some(Value::String(m)) if m == "*" || m.is_empty() => {}
+        Some(m) if tool_event => why.push(format!("matcher {m}")),
+        Some(m) => why.push(format!("matcher {m}")),
+    }
+    if let Some(map) = g.as_object() {
+        for k in map
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "matcher" | "hooks"))
+        {
+            why.push(format!("{k} on its group"));
+        }
+    }
+    why
+}
+
+/// The fields of one loopgate handler against the one setup writes.
+fn handler_fields_drift(h: &Value, want: &Value) -> Vec<String> {
+    let mut why = Vec::new();
+    let (Some(have), Some(want_map)) = (h.as_object(), want.as_object()) else {
+        return vec!["not an object".into()];
+    };
+    for (k, v) in have {
+        match want_map.get(k) {
+            None => why.push(format!("{k}: {v}")),
+            Some(w) if k == "command" || k == "bash" => {
+                let (have, want) = (v.as_str().unwrap_or(""), w.as_str().unwrap_or(""));
+                if !same_command(have, want) {
+                    why.push(format!("command {have:?}"));
+                }
+            }
+            // A shorter wait than setup's cuts the hook off before it answers.
+            Some(w) if k == "timeout" || k == "timeoutSec" => {
+                if v.as_u64().is_none_or(|t| t < w.as_u64().unwrap_or(0)) {
+                    why.push(format!("{k}: {v}"));
+                }
+            }
+            Some(w) if v != w => why.push(format!("{k}: {v}")),
+            Some(_) => {}
+        }
+    }
+    why
+}
+
+/// Whether a hook command runs what `want` runs: the same words, the program possibly written
+/// another way (a link to the same file), and no shell operator around it.
+fn same_command(have: &str, want: &str) -> bool {
+    if have.trim() == want.trim() {
+        return true;
+    }
+    const OPERATORS: &[char] = &[';', '&', '|', '<', '>', '`', '\n'];
+    if have.contains(OPERATORS) || have.contains("$(") {
+        return false;
+    }
+    let (h, w) = (shell_words(have, 64), shell_words(want, 64));
+    if h.len() != w.len() || h.is_empty() || h[1..] != w[1..] {
+        return false;
+    }
+    h[0] == w[0] || same_binary(Path::new(&h[0]), Path::new(&w[0]))
+}
+
+/// Whether two paths hold the same program: one file (a link), or a copy byte for byte (the
+/// person's own second install). A program that differs is not loopgate as setup installed it.
+fn same_binary(a: &Path, b: &Path) -> bool {
+    // A bare name runs what PATH finds (`loopgate pre-tool-use`, as settings.example.json has it).
+    let located = |p: &Path| -> Option<PathBuf> {
+        if p.components().count() > 1 {
+            return fs::canonicalize(p).ok();
+        }
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|d| d.join(p))
+            .find(|c| c.is_file())
+            .and_then(|c| fs::canonicalize(c).ok())
+    };
+    let (Some(ra), Some(rb)) = (located(a), located(b)) else {
+        return false;
+    };
+    if ra == rb {
+        return true;
+    }
+    let size = |p: &Path| {
+        fs::metadata(p)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+    };
+    if size(&ra).is_none() || size(&ra) != size(&rb) {
+        return false;
+    }
+    let digest = |p: &Path| -> Option<Vec<u8>> {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        let mut f = fs::File::open(p).ok()?;
+        io::copy(&mut f, &mut h).ok()?;
+        Some(h.finalize().to_vec())
+    };
+    digest(&ra).is_some_and(|d| Some(d) == digest(&rb))
+}
+
 /// Adds loopgate's hook entries to `settings`, replacing any older loopgate entries (another
 /// binary path, other flags, events loopgate no longer uses) in place. Every other key and hook
 /// is kept as it was. Returns whether `settings` changed; merging twice changes nothing.

@@ -184,6 +184,24 @@ pub fn check_change(
     if !missing.is_empty() && !person_unwired {
         problems.push(format!("loopgate's {} hooks are gone", missing.join(", ")));
     }
+    // Handlers edited in place, in files the person did not leave so.
+    let mut drifted: Vec<PathBuf> = Vec::new();
+    if let Some(prefix) = command_prefix {
+        let managed = setup::managed_dir();
+        for (f, t, v) in &parsed {
+            // Managed settings are out of the agent's reach, and the person's setup wrote them
+            // with the root-owned copy.
+            if f.starts_with(&managed) || t.as_deref().is_some_and(|t| sanctioned(state_dir, f, t))
+            {
+                continue;
+            }
+            let drift = setup::handler_drift(v, prefix, &setup::CLAUDE);
+            if !drift.is_empty() {
+                problems.extend(drift.into_iter().map(|d| format!("{}: {d}", f.display())));
+                drifted.push(f.clone());
+            }
+        }
+    }
     if problems.is_empty() {
         return None;
     }
@@ -208,9 +226,9 @@ pub fn check_change(
                 }
             }
         }
-        if let Some(prefix) =
-            command_prefix.filter(|_| file == changed && !missing.is_empty() && !person_unwired)
-        {
+        let rewire =
+            (file == changed && !missing.is_empty() && !person_unwired) || drifted.contains(&file);
+        if let Some(prefix) = command_prefix.filter(|_| rewire) {
             match setup::merge(&mut v, prefix) {
                 Ok(_) => fix = true,
                 Err(e) => undone.failed.push(format!("{}: {e:#}", file.display())),

@@ -86,3 +86,114 @@ fn a_change_that_switches_loopgate_off_is_refused_and_undone() {
     assert!(change(&env, &user, "user_settings").is_silent_allow());
     assert!(!wired(&read(&user)));
 }
+
+/// Issue 30 part 1: loopgate's handler edited in place switches it off as surely as one removed.
+/// Each edit below is refused and undone; the harmless twins (another tool's handler edited the
+/// same way, loopgate's binary named through a link) pass untouched.
+#[test]
+fn a_handler_edited_in_place_is_refused_and_undone() {
+    let env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    let user = home.join(".claude/settings.json");
+    assert_eq!(
+        env.run(&["setup", "--settings", user.to_str().unwrap()], b"")
+            .code,
+        0
+    );
+    let setup_wrote = read(&user);
+    let pre = |v: &Value| v["hooks"]["PreToolUse"][0].clone();
+    let command = pre(&setup_wrote)["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bin = command.strip_suffix(" pre-tool-use").unwrap().to_string();
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let handler = |f: fn(&mut Value, &str, &str)| -> Edit {
+        let (command, bin) = (command.clone(), bin.clone());
+        Box::new(move |v: &mut Value| {
+            f(&mut v["hooks"]["PreToolUse"][0]["hooks"][0], &command, &bin)
+        })
+    };
+    let edits: Vec<(&str, Edit)> = vec![
+        ("async", handler(|h, _, _| h["async"] = json!(true))),
+        (
+            "if",
+            handler(|h, _, _| h["if"] = json!("Bash(never-matches)")),
+        ),
+        ("shell", handler(|h, _, _| h["shell"] = json!("powershell"))),
+        ("type", handler(|h, _, _| h["type"] = json!("prompt"))),
+        ("timeout", handler(|h, _, _| h["timeout"] = json!(0.001))),
+        (
+            "/dev/null",
+            handler(|h, c, _| h["command"] = json!(format!("{c} >/dev/null"))),
+        ),
+        (
+            "|| true",
+            handler(|h, c, _| h["command"] = json!(format!("{c} || true"))),
+        ),
+        (
+            "LOOPGATE_DISABLE",
+            handler(|h, c, _| h["command"] = json!(format!("LOOPGATE_DISABLE=1 {c}"))),
+        ),
+        (
+            "--observe",
+            handler(|h, _, b| h["command"] = json!(format!("{b} --observe pre-tool-use"))),
+        ),
+        (
+            "subcommand",
+            handler(|h, _, b| h["command"] = json!(format!("{b} post-tool-use"))),
+        ),
+        (
+            "matcher",
+            Box::new(|v: &mut Value| v["hooks"]["PreToolUse"][0]["matcher"] = json!("NoSuchTool")),
+        ),
+        (
+            "ConfigChange matcher",
+            Box::new(|v: &mut Value| v["hooks"]["ConfigChange"][0]["matcher"] = json!("never")),
+        ),
+    ];
+    for (name, edit) in edits {
+        let mut v = setup_wrote.clone();
+        v["permissions"] = json!({"allow": ["Bash(ls)"]});
+        edit(&mut v);
+        std::fs::write(&user, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let out = change(&env, &user, "user_settings");
+        assert_eq!(out.code, 0, "{name}: {}", out.stderr);
+        let answer = out.json();
+        assert_eq!(answer["decision"], "block", "{name}: {answer}");
+        let reason = answer["reason"].as_str().unwrap();
+        assert!(reason.contains("handler was changed"), "{name}: {reason}");
+        let now = read(&user);
+        assert_eq!(
+            now["hooks"], setup_wrote["hooks"],
+            "{name}: the handler is put back"
+        );
+        assert_eq!(
+            now["permissions"]["allow"][0], "Bash(ls)",
+            "{name}: the rest is kept"
+        );
+    }
+
+    // Harmless twins: another tool's handler may be async, matched, redirected.
+    let mut v = setup_wrote.clone();
+    v["hooks"]["PreToolUse"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh >/dev/null", "async": true, "timeout": 1}]}));
+    std::fs::write(&user, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    assert!(change(&env, &user, "user_settings").is_silent_allow());
+    assert_eq!(read(&user), v);
+
+    // loopgate named through a link to the same binary: the same program.
+    #[cfg(unix)]
+    {
+        let link = home.join("bin/loopgate");
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&bin, &link).unwrap();
+        let linked = serde_json::to_string(&v)
+            .unwrap()
+            .replace(&format!("\"{bin} "), &format!("\"{} ", link.display()));
+        std::fs::write(&user, &linked).unwrap();
+        assert!(change(&env, &user, "user_settings").is_silent_allow());
+    }
+}
