@@ -281,6 +281,8 @@ pub fn run_app(s: &Scenario, sdk: Sdk, dir: &Path, app: &App, script: Script) ->
                 "PYTHONPATH",
                 repo_root().join("python").display().to_string(),
             ));
+            // No __pycache__ left in the repo's python/.
+            env.push(("PYTHONDONTWRITEBYTECODE", "1".into()));
             let driver = driver.display().to_string();
             s.run_host(&dir.join("bin").join("python"), &[&driver], &env, script)
         }
