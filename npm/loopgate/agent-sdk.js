@@ -103,18 +103,32 @@ function runHook(bin, sub, input, env, timeoutMs, signal) {
     };
     let child;
     try {
-      child = spawn(bin, [sub], { env, stdio: ["pipe", "pipe", "inherit"], windowsHide: true });
+      // Its own process group (POSIX), so a timeout kills whatever it started too.
+      child = spawn(bin, [sub], {
+        env,
+        stdio: ["pipe", "pipe", "inherit"],
+        windowsHide: true,
+        detached: process.platform !== "win32",
+      });
     } catch (e) {
       finish({}, `cannot run ${bin}: ${e.message}`);
       return;
     }
+    const kill = () => {
+      try {
+        if (process.platform !== "win32" && child.pid) process.kill(-child.pid, "SIGKILL");
+        else child.kill("SIGKILL");
+      } catch (_) {
+        // already gone
+      }
+    };
     const timer = setTimeout(() => {
-      child.kill("SIGKILL");
+      kill();
       finish({}, `${bin} ${sub} took longer than ${timeoutMs / 1000} s`);
     }, timeoutMs);
     if (signal) {
       signal.addEventListener("abort", () => {
-        child.kill("SIGKILL");
+        kill();
         finish({}, null);
       }, { once: true });
     }

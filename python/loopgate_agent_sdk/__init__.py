@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -82,26 +83,37 @@ def _warn(message: str) -> None:
 
 def _run(bin: str, sub: str, payload: bytes, env: Mapping[str, str], timeout: float) -> dict:
     """``bin sub`` with ``payload`` on stdin: its JSON answer, or ``{}`` on any fault."""
+    posix = os.name == "posix"
     try:
-        done = subprocess.run(
+        # Its own process group, so a timeout kills whatever it started too (a child holding its
+        # stdout would otherwise keep the wait going).
+        child = subprocess.Popen(
             [bin, sub],
-            input=payload,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,
             env=dict(env),
-            timeout=timeout,
-            check=False,
+            start_new_session=posix,
         )
-    except subprocess.TimeoutExpired:
-        _warn(f"{bin} {sub} took longer than {timeout:g} s")
-        return {}
     except OSError as e:
         _warn(f"cannot run {bin}: {e}")
         return {}
-    if done.returncode != 0:
-        _warn(f"{bin} {sub} exited with {done.returncode}")
+    try:
+        out, _ = child.communicate(payload, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if posix:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        child.kill()
+        child.communicate()
+        _warn(f"{bin} {sub} took longer than {timeout:g} s")
         return {}
-    text = done.stdout.decode("utf-8", "replace").strip()
+    if child.returncode != 0:
+        _warn(f"{bin} {sub} exited with {child.returncode}")
+        return {}
+    text = out.decode("utf-8", "replace").strip()
     if not text:
         return {}
     try:

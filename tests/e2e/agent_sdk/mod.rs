@@ -11,10 +11,12 @@
 //!
 //! - `host`: the pinned SDKs, their install, the app and its options.
 //! - `observe`: what fires under each `settingSources` and with callbacks (recorders only).
+//! - `fail_open`: the helpers on a missing, crashing, garbling or hanging binary.
 //! - `routes`: loopgate through the settings route and through the helpers
 //!   (`loopgate/agent-sdk`, `loopgate_agent_sdk`): a denial storm refused and ended at the
 //!   ceiling, an ordinary run untouched.
 
+mod fail_open;
 mod host;
 mod observe;
 mod routes;
