@@ -143,7 +143,7 @@ def loopgate_hooks(
     attended: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     env: Mapping[str, str] | None = None,
-) -> dict[str, list[Any]]:
+) -> dict[Any, list[Any]]:
     """The ``hooks`` option of ``ClaudeAgentOptions``: one ``HookMatcher`` per event loopgate
     handles, each running the loopgate binary as a settings hook would run it.
 
@@ -186,7 +186,7 @@ def loopgate_hooks(
 
         return callback
 
-    hooks: dict[str, list[Any]] = {}
+    hooks: dict[Any, list[Any]] = {}
     for event, sub, is_tool in EVENTS:
         hooks[event] = [
             HookMatcher(

@@ -5,9 +5,13 @@
 //! and its run ends at the ceiling, and an ordinary run goes through untouched.
 
 use super::super::ceiling::{assert_storm_ended, storm_script, STORM_PROMPT};
-use super::super::expect::{assert_clean_exit, assert_ran, assert_silent};
+use super::super::expect::{
+    assert_clean_exit, assert_ran, assert_silent, stop_blocks, STOP_FEEDBACK,
+};
 use super::super::fake_api::{bash, edit, read, write, Script, Turn};
 use super::super::harness::Scenario;
+use super::super::run::Run;
+use super::super::stop_gate::{edits_missed, EDITS_MISSED};
 use super::host::{require, run_app, App, Hooks, Sdk};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -129,4 +133,62 @@ fn e2e_agent_sdk_py_settings_route() {
 #[test]
 fn e2e_agent_sdk_py_helper_route() {
     route(Sdk::Python, Route::Helper);
+}
+
+/// The reasons of the Stop blocks the model was sent. The Claude Code the SDKs bundle (2.1.332)
+/// wraps the feedback the pinned CLI sends as it is (`Stop hook feedback:\n<reason>`) in a
+/// `<system-reminder>` with a preamble, by either route.
+fn stop_feedback(run: &Run) -> Vec<String> {
+    run.user_texts("main")
+        .iter()
+        .filter_map(|t| {
+            let (_, reason) = t.split_once(STOP_FEEDBACK)?;
+            Some(
+                reason
+                    .trim_end()
+                    .trim_end_matches("</system-reminder>")
+                    .trim_end()
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+/// SDK sessions run unattended (Claude Code sets `CLAUDE_CODE_SESSION_ATTENDED=0` for their
+/// settings hooks, and the helpers do the same), so the progress gate holds a turn whose edits
+/// all missed at its Stop: the model reads loopgate's reason, goes on, and is let stop within
+/// loopgate's budget of two blocks.
+fn holds_a_fruitless_turn_at_stop(sdk: Sdk, route: Route) {
+    let Some(dir) = require(sdk) else { return };
+    let (s, app) = setup(sdk, route, "stop", EDITS_MISSED);
+    let script = edits_missed(&s);
+    let run = run_app(&s, sdk, &dir, &app, script);
+    assert_clean_exit(&run);
+    let feedback = stop_feedback(&run);
+    let logged = stop_blocks(&run);
+    assert!(
+        (1..=2).contains(&feedback.len()) && feedback.len() == logged.len(),
+        "blocks seen {} vs logged {}\n{}",
+        feedback.len(),
+        logged.len(),
+        run.summary()
+    );
+    assert_eq!(Some(feedback[0].as_str()), logged[0]["reason"].as_str());
+    assert!(
+        run.requests_of("main").iter().any(|r| r.turn == 3),
+        "the agent went on after the block\n{}",
+        run.summary()
+    );
+}
+
+#[test]
+fn e2e_agent_sdk_ts_holds_a_fruitless_turn_at_stop() {
+    holds_a_fruitless_turn_at_stop(Sdk::TypeScript, Route::Settings);
+    holds_a_fruitless_turn_at_stop(Sdk::TypeScript, Route::Helper);
+}
+
+#[test]
+fn e2e_agent_sdk_py_holds_a_fruitless_turn_at_stop() {
+    holds_a_fruitless_turn_at_stop(Sdk::Python, Route::Settings);
+    holds_a_fruitless_turn_at_stop(Sdk::Python, Route::Helper);
 }
