@@ -94,10 +94,11 @@ function warn(message) {
 function runHook(bin, sub, input, env, timeoutMs, signal) {
   return new Promise((resolve) => {
     let done = false;
+    let timer = null;
     const finish = (answer, problem) => {
       if (done) return;
       done = true;
-      clearTimeout(timer);
+      if (timer) clearTimeout(timer);
       if (problem) warn(problem);
       resolve(answer);
     };
@@ -122,7 +123,7 @@ function runHook(bin, sub, input, env, timeoutMs, signal) {
         // already gone
       }
     };
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       kill();
       finish({}, `${bin} ${sub} took longer than ${timeoutMs / 1000} s`);
     }, timeoutMs);

@@ -1,6 +1,7 @@
 //! What fires in an Agent SDK app, re-checked on every run with hooks that only record their
-//! input (no loopgate involved): the settings hooks `loopgate setup` writes run under the SDK's
-//! default options and not under `settingSources: ['project']` or `[]`; hooks given in code
+//! input (no loopgate involved): the user's settings hooks (where `loopgate setup` writes) run
+//! under the SDK's default options and `['user']`, not under `['project']` or `[]`; the
+//! project's run under the default and `['project']`; hooks given in code
 //! (callbacks) run under any `settingSources`, with the input a settings hook reads on stdin.
 //! docs/agent-sdk.md records these facts.
 
@@ -99,32 +100,53 @@ fn settings_inputs(rec: &std::path::Path) -> Vec<Value> {
     files.iter().flat_map(|f| read_jsonl(f)).collect()
 }
 
-/// The settings route: the user's settings hooks under the default options, `['project']`
-/// and `[]`.
+/// Recorder hooks in the project's `.claude/settings.json` too (the same hooks as the user's,
+/// writing elsewhere); returns the folder they write to.
+fn record_project_hooks(s: &Scenario, user_rec: &std::path::Path) -> std::path::PathBuf {
+    let rec = s.tmp_dir().join("project-hooks");
+    fs::create_dir_all(&rec).unwrap();
+    let user = fs::read_to_string(s.home.join(".claude/settings.json")).unwrap();
+    let project = user.replace(&user_rec.display().to_string(), &rec.display().to_string());
+    s.write_file(".claude/settings.json", &project);
+    rec
+}
+
+/// The settings route: the user's and the project's settings hooks under the default options,
+/// `['project']`, `['user']` and `[]`.
 fn settings_sources(sdk: Sdk) {
     let Some(dir) = require(sdk) else { return };
-    for (label, sources, fires) in [
-        ("default", None, true),
-        ("project", Some(&["project"][..]), false),
-        ("user", Some(&["user"][..]), true),
-        ("none", Some(&[][..]), false),
+    for (label, sources, user_fires, project_fires) in [
+        ("default", None, true, true),
+        ("project", Some(&["project"][..]), false, true),
+        ("user", Some(&["user"][..]), true, false),
+        ("none", Some(&[][..]), false, false),
     ] {
         let s = Scenario::without_cli(&format!("agent-sdk-{}-observe-{label}", sdk.name()));
-        let rec = record_settings_hooks(&s);
+        let user_rec = record_settings_hooks(&s);
+        let project_rec = record_project_hooks(&s, &user_rec);
         let mut app = App::new(PROMPT);
         app.setting_sources = sources;
         let run = run_app(&s, sdk, &dir, &app, script());
         assert_plain_run(&run);
-        let inputs = settings_inputs(&rec);
-        let want = if fires {
-            expected_counts()
-        } else {
-            BTreeMap::new()
-        };
-        assert_eq!(counts(&inputs), want, "settingSources {label}");
-        for i in &inputs {
-            for f in BASE_FIELDS {
-                assert!(i.get(f).is_some(), "settings hook stdin without {f}: {i}");
+        for (layer, rec, fires) in [
+            ("user", &user_rec, user_fires),
+            ("project", &project_rec, project_fires),
+        ] {
+            let inputs = settings_inputs(rec);
+            let want = if fires {
+                expected_counts()
+            } else {
+                BTreeMap::new()
+            };
+            assert_eq!(
+                counts(&inputs),
+                want,
+                "{layer} hooks, settingSources {label}"
+            );
+            for i in &inputs {
+                for f in BASE_FIELDS {
+                    assert!(i.get(f).is_some(), "settings hook stdin without {f}: {i}");
+                }
             }
         }
     }
