@@ -228,6 +228,8 @@ def write_main_package(outdir, ver):
         (stage / "bin").mkdir()
         shutil.copyfile(REPO / "npm" / "loopgate" / "bin" / "loopgate.js", stage / "bin" / "loopgate.js")
         (stage / "bin" / "loopgate.js").chmod(0o755)
+        for helper in ("agent-sdk.js", "agent-sdk.d.ts"):
+            shutil.copyfile(REPO / "npm" / "loopgate" / helper, stage / helper)
         shutil.copyfile(REPO / "npm" / "loopgate" / "README.md", stage / "README.md")
         shutil.copyfile(REPO / "LICENSE", stage / "LICENSE")
         (stage / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

@@ -521,6 +521,8 @@ const OTHER_VARS: &[&str] = &[
     "LOOPGATE_STATE_DIR",
     "LOOPGATE_CONFIG",
     "LOOPGATE_BIN_DIR",
+    // The binary the Agent SDK helpers run (docs/agent-sdk.md).
+    "LOOPGATE_BIN",
 ];
 
 /// `LOOPGATE_MODE`, `LOOPGATE_LOCK_TIMEOUT_MS`, `LOOPGATE_DEDUP__MAX_IDENTICAL`: the setting's

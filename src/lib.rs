@@ -277,6 +277,8 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
                     .filter_map(|a| Some((a, paths::agent_config_dir(a)?)))
                     .collect(),
                 path_var: std::env::var_os("PATH"),
+                sdk_bin: std::env::var_os("LOOPGATE_BIN").filter(|v| !v.is_empty()),
+                sdk_stable_bin: paths::npm_stable_bin(),
             };
             return cmd::doctor::run(&inputs, *json);
         }

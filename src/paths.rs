@@ -39,6 +39,18 @@ fn home_is_set() -> bool {
     !cfg!(unix) || std::env::var_os("HOME").is_some_and(|h| !h.is_empty())
 }
 
+/// Where the npm package's `loopgate setup` copies the binary the hooks run, and where the Agent
+/// SDK helpers (`loopgate/agent-sdk`, `loopgate_agent_sdk`) look for it after `LOOPGATE_BIN`:
+/// `<local data dir>/loopgate/bin/loopgate` (npm/loopgate/bin/loopgate.js, stableBinDir).
+pub fn npm_stable_bin() -> Option<PathBuf> {
+    base_dirs().map(|b| {
+        b.data_local_dir()
+            .join("loopgate")
+            .join("bin")
+            .join(format!("loopgate{}", std::env::consts::EXE_SUFFIX))
+    })
+}
+
 /// Like [`home_dir`], for callers that cannot go on without it.
 pub fn require_home() -> Result<PathBuf> {
     match home_dir() {

@@ -416,6 +416,59 @@ fn doctor_passes_a_good_install_and_names_the_fix_for_each_break() {
         .any(|c| c["status"] == "fail" && c["name"] == "state dir"));
 }
 
+/// The Agent SDK check: which apps the settings hooks reach, the binary the helpers would run,
+/// and a failure only for a LOOPGATE_BIN that does not run (docs/agent-sdk.md).
+#[test]
+fn doctor_says_which_agent_sdk_apps_run_loopgate() {
+    let env = Env::new();
+    let (bin, settings) = installed(&env);
+    let bin_dir = bin.parent().unwrap().to_path_buf();
+    let sdk_line = |out: &Out| -> String {
+        out.stdout
+            .lines()
+            .find(|l| l.contains(" Agent SDK apps: "))
+            .unwrap_or_else(|| panic!("no Agent SDK check in:\n{}", out.stdout))
+            .to_string()
+    };
+    let good = doctor(&env, &bin_dir);
+    assert_eq!(good.code, 0, "{}", good.stdout);
+    let line = sdk_line(&good);
+    assert!(line.starts_with("✓ "), "{line}");
+    assert!(line.contains("settingSources include 'user'"), "{line}");
+    assert!(
+        line.contains("settingSources: []) need loopgate/agent-sdk"),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("would run {} (loopgate ", bin.display())),
+        "{line}"
+    );
+
+    // Hooks only in the project's settings: the apps that load 'project'.
+    let project_settings = env.project.join(".claude/settings.json");
+    std::fs::create_dir_all(project_settings.parent().unwrap()).unwrap();
+    std::fs::rename(&settings, &project_settings).unwrap();
+    let moved = doctor(&env, &bin_dir);
+    let line = sdk_line(&moved);
+    assert!(
+        line.contains("settingSources include 'project'") && !line.contains("'user'"),
+        "{line}"
+    );
+
+    let env2 = env.var("LOOPGATE_BIN", "/nonexistent/loopgate");
+    let broken = doctor(&env2, &bin_dir);
+    assert_eq!(broken.code, 1, "{}", broken.stdout);
+    let line = failed_line(&broken, "Agent SDK apps");
+    assert!(
+        line.contains("LOOPGATE_BIN is /nonexistent/loopgate, which does not run")
+            && line.contains("fix: point LOOPGATE_BIN at the loopgate binary"),
+        "{line}"
+    );
+    // Set, it is loopgate's own variable: no hook call warns of it.
+    let out = env2.run(&["pre-tool-use"], br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"cwd":"/"}"#);
+    assert!(!out.stderr.contains("LOOPGATE_BIN"), "{}", out.stderr);
+}
+
 #[test]
 fn explain_a_denial_and_an_allowed_call() {
     let env = Env::new();

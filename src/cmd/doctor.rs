@@ -73,6 +73,10 @@ pub struct Inputs<'a> {
     /// The other agent CLIs and their config dirs (`~/.codex` or `$CODEX_HOME`, …).
     pub agents: Vec<(Agent, PathBuf)>,
     pub path_var: Option<std::ffi::OsString>,
+    /// `LOOPGATE_BIN`: the binary the Agent SDK helpers run, when set.
+    pub sdk_bin: Option<std::ffi::OsString>,
+    /// The npm install's copy of the binary, where the helpers look next.
+    pub sdk_stable_bin: Option<PathBuf>,
 }
 
 /// Prints the checks; returns whether all passed.
@@ -153,8 +157,93 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
     out.push(state_dir(&inp.state_dir));
     out.push(claude_version(inp));
     out.push(git(inp.project.as_deref()));
+    out.push(agent_sdk(&wiring, inp));
     out.extend(others);
     out
+}
+
+/// Claude Agent SDK apps (docs/agent-sdk.md). What an app loads is in its code, which doctor
+/// cannot see, so this says which apps the settings hooks reach (those whose `settingSources`
+/// include the layer holding them; the SDK's default loads every layer) and which binary the
+/// in-code helpers would run. It fails only when `LOOPGATE_BIN` names a binary that does not
+/// run: whoever set it means the helpers to use it, and they would let every call through.
+fn agent_sdk(w: &Wiring, inp: &Inputs) -> Check {
+    const NAME: &str = "Agent SDK apps";
+    let mut layers: Vec<&str> = Vec::new();
+    for h in w.handlers.iter().filter(|h| h.event == "PreToolUse") {
+        let layer = if h.plugin {
+            "a plugin"
+        } else if h.managed.is_some() {
+            "managed settings"
+        } else if h.source.starts_with("user settings") {
+            "'user'"
+        } else if h.source.starts_with("project settings") {
+            "'project'"
+        } else {
+            "'local'"
+        };
+        if !layers.contains(&layer) {
+            layers.push(layer);
+        }
+    }
+    let sources: Vec<&str> = layers
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with('\''))
+        .collect();
+    let mut settings = if sources.is_empty() {
+        "no user, project or local settings hooks for SDK apps to load".to_string()
+    } else {
+        format!(
+            "apps whose settingSources include {} (the SDK's default loads all) run the settings \
+             hooks",
+            sources.join(" or ")
+        )
+    };
+    for other in layers.iter().filter(|l| !l.starts_with('\'')) {
+        settings.push_str(&format!(
+            "; hooks from {other} are not observed with the SDK"
+        ));
+    }
+    let helpers = if sources.is_empty() {
+        "SDK apps need loopgate/agent-sdk (npm) or loopgate_agent_sdk (Python)"
+    } else {
+        "apps that load none of them (settingSources: []) need loopgate/agent-sdk (npm) or \
+         loopgate_agent_sdk (Python)"
+    };
+    let exe = format!("loopgate{}", std::env::consts::EXE_SUFFIX);
+    let (bin, how) = match &inp.sdk_bin {
+        Some(set) => (Some(PathBuf::from(set)), "LOOPGATE_BIN"),
+        None => match inp.sdk_stable_bin.as_ref().filter(|p| is_executable(p)) {
+            Some(p) => (Some(p.clone()), "the npm install's copy"),
+            None => (find_in_path(&exe, inp.path_var.as_deref()), "PATH"),
+        },
+    };
+    match bin.map(|p| (version_of(&p), p)) {
+        Some((Some(v), p)) => ok(
+            NAME,
+            format!(
+                "{settings}; {helpers}, whose callbacks would run {} ({v}, from {how})",
+                p.display()
+            ),
+        ),
+        Some((None, p)) if inp.sdk_bin.is_some() => fail(
+            NAME,
+            format!(
+                "LOOPGATE_BIN is {}, which does not run (`--version` failed): the Agent SDK \
+                 helpers would let every call through",
+                p.display()
+            ),
+            "point LOOPGATE_BIN at the loopgate binary, or unset it",
+        ),
+        _ => info(
+            NAME,
+            format!(
+                "{settings}; {helpers}, which would find no loopgate binary to run \
+                 (LOOPGATE_BIN, the npm install's copy, PATH) and let every call through"
+            ),
+        ),
+    }
 }
 
 /// The check's name for an agent CLI's hooks.

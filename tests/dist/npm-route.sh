@@ -81,6 +81,12 @@ native=$home2/.local/share/loopgate/bin/loopgate
 (cd "$home2" && user_env "$home2" loopgate status) >"$tmp/status.out" 2>&1 || fail "loopgate status failed: $(cat "$tmp/status.out")"
 (cd "$home2" && user_env "$home2" loopgate doctor) >"$tmp/doctor.out" 2>&1 || fail "loopgate doctor failed: $(cat "$tmp/doctor.out")"
 user_env "$home2" loopgate --version | grep -q "^loopgate $version " || fail "loopgate --version is not $version"
+# The Agent SDK helper ships in the package, exported as `loopgate/agent-sdk`, and finds the
+# binary setup copied (docs/agent-sdk.md).
+helper_bin=$(cd "$home2/npm-global/lib" && user_env "$home2" node -e \
+    'process.stdout.write(require("loopgate/agent-sdk").findBinary())') ||
+    fail "require(\"loopgate/agent-sdk\") failed in the installed package"
+[ "$helper_bin" = "$native" ] || fail "loopgate/agent-sdk would run $helper_bin, not $native"
 # A failing exit code and stderr pass through the launcher as the binary gives them.
 set +e
 native_err=$(user_env "$home2" "$native" no-such-command 2>&1 >/dev/null)

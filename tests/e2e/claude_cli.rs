@@ -119,3 +119,42 @@ fn reports_version(bin: &Path) -> bool {
             o.status.success() && String::from_utf8_lossy(&o.stdout).starts_with(VERSION)
         })
 }
+
+/// Runs `install` for every one of `items` at once (npm and pip in parallel, so the first test
+/// of each does not wait in turn); the results in the order of `items`.
+pub fn install_each<T: Copy + Send>(
+    items: &[T],
+    install: fn(T) -> Result<PathBuf, String>,
+) -> Vec<Result<PathBuf, String>> {
+    std::thread::scope(|s| {
+        let jobs: Vec<_> = items
+            .iter()
+            .map(|&item| s.spawn(move || install(item)))
+            .collect();
+        jobs.into_iter()
+            .map(|j| {
+                j.join()
+                    .unwrap_or_else(|_| Err("installer panicked".into()))
+            })
+            .collect()
+    })
+}
+
+/// The skip policy over one install's result: the path, or in CI a failure naming `what`, or
+/// elsewhere `None` after `announce` (once, loudly) so the test is skipped.
+pub fn found_or_skip(
+    found: &Result<PathBuf, String>,
+    what: &str,
+    announce: impl FnOnce(&str),
+) -> Option<PathBuf> {
+    match found {
+        Ok(path) => Some(path.clone()),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("e2e: {what} unavailable in CI: {why}")
+        }
+        Err(why) => {
+            announce(why);
+            None
+        }
+    }
+}

@@ -60,7 +60,16 @@ impl Scenario {
     /// `None` when the CLI is unavailable and the test should be skipped (see
     /// [`claude_cli::require`]).
     pub fn new(name: &str) -> Option<Scenario> {
-        let claude = claude_cli::require()?;
+        Some(Scenario::with_cli(name, claude_cli::require()?))
+    }
+
+    /// A scenario whose host is not the pinned Claude Code CLI but a program run with
+    /// [`Scenario::run_host`] (an Agent SDK app, which brings its own CLI).
+    pub fn without_cli(name: &str) -> Scenario {
+        Scenario::with_cli(name, PathBuf::new())
+    }
+
+    fn with_cli(name: &str, claude: PathBuf) -> Scenario {
         let root = tempfile::Builder::new()
             .prefix(&format!("lg-e2e-{name}-"))
             .tempdir()
@@ -82,7 +91,7 @@ impl Scenario {
             root,
         };
         scenario.init_project();
-        Some(scenario)
+        scenario
     }
 
     /// Absolute path of a project file, as the model would write it in a tool call.
@@ -310,6 +319,39 @@ impl Scenario {
         drop(stdin);
         let left = deadline.saturating_duration_since(Instant::now());
         let (status, timed_out) = wait_bounded(&mut child, left);
+        kill_group(&child);
+        self.collect(&api, &out_dir, status, timed_out, started)
+    }
+
+    /// Runs `program args` (with `env` on top of the base environment) in the project against
+    /// a fresh fake API playing `script`, as [`Scenario::run`] runs `claude -p`: its stdout is
+    /// read as the stream-json output.
+    pub fn run_host(
+        &self,
+        program: &Path,
+        args: &[&str],
+        env: &[(&str, String)],
+        script: Script,
+    ) -> Run {
+        let api = FakeApi::start(script);
+        let out_dir = self.root.path().join("out");
+        fs::create_dir_all(&out_dir).unwrap();
+        let started = Instant::now();
+        let stdout = File::create(out_dir.join("stdout.jsonl")).unwrap();
+        let stderr = File::create(out_dir.join("stderr.txt")).unwrap();
+        let mut child = Command::new(program)
+            .args(args)
+            .current_dir(&self.project)
+            .env_clear()
+            .envs(self.base_env(&api))
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
+        let (status, timed_out) = wait_bounded(&mut child, RUN_TIMEOUT);
         kill_group(&child);
         self.collect(&api, &out_dir, status, timed_out, started)
     }

@@ -23,7 +23,9 @@
 //!   circuit refusing the next prompt.
 //! - `ceiling`: issue 22, a denial storm ends its turn at the ceiling.
 //! - `progress`: issue 9, a same-content write loop and a parallel batch with one failure.
+//! - `agent_sdk`: issue 28, the Claude Agent SDK (TypeScript and Python) through both routes.
 
+mod agent_sdk;
 mod agents;
 mod ceiling;
 mod claude_cli;

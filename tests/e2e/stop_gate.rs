@@ -10,12 +10,11 @@ fn one_conversation(prompt: &str, turns: Vec<Turn>) -> Script {
     Script::default().conversation("main", prompt, turns)
 }
 
-#[test]
-fn e2e_turn_whose_edits_all_missed_is_held_at_stop() {
-    let Some(mut s) = Scenario::new("edits-missed") else {
-        return;
-    };
-    s.install(Install::Script);
+/// The prompt of [`edits_missed`].
+pub const EDITS_MISSED: &str = "Improve the README wording.";
+
+/// Two README edits that both miss, a claim of success, then (after a Stop block) the truth.
+pub fn edits_missed(s: &Scenario) -> Script {
     let readme = s.path("README.md");
     let turns = vec![
         // Claude Code rejects both before PreToolUse; only PostToolBatch sees them.
@@ -24,8 +23,16 @@ fn e2e_turn_whose_edits_all_missed_is_held_at_stop() {
         Turn::text("Updated the README."),
         Turn::text("The edits did not apply: the README text differs. Not finished."),
     ];
-    let prompt = "Improve the README wording.";
-    let run = s.run(prompt, one_conversation(prompt, turns));
+    one_conversation(EDITS_MISSED, turns)
+}
+
+#[test]
+fn e2e_turn_whose_edits_all_missed_is_held_at_stop() {
+    let Some(mut s) = Scenario::new("edits-missed") else {
+        return;
+    };
+    s.install(Install::Script);
+    let run = s.run(EDITS_MISSED, edits_missed(&s));
     assert_clean_exit(&run);
 
     for id in ["toolu_e2e_0_0", "toolu_e2e_1_0"] {

@@ -2,7 +2,7 @@
 //! the skip policy around them (the same as Claude Code's: missing fails under `CI`, skips loudly
 //! otherwise).
 
-use super::super::claude_cli::{npm_install, repo_root};
+use super::super::claude_cli::{found_or_skip, install_each, npm_install, repo_root};
 use std::fs::{self, File};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -78,34 +78,9 @@ impl Cli {
 /// CLIs at once (npm in parallel), so the first test of each CLI does not wait in turn.
 pub fn require(cli: Cli) -> Option<PathBuf> {
     static FOUND: OnceLock<Vec<Result<PathBuf, String>>> = OnceLock::new();
-    let found = FOUND.get_or_init(|| {
-        std::thread::scope(|s| {
-            let jobs: Vec<_> = Cli::ALL
-                .iter()
-                .map(|&c| s.spawn(move || locate_or_install(c)))
-                .collect();
-            jobs.into_iter()
-                .map(|j| {
-                    j.join()
-                        .unwrap_or_else(|_| Err("installer panicked".into()))
-                })
-                .collect()
-        })
-    });
-    match &found[cli.index()] {
-        Ok(path) => Some(path.clone()),
-        Err(why) if std::env::var_os("CI").is_some() => {
-            panic!(
-                "e2e: {} {} unavailable in CI: {why}",
-                cli.name(),
-                cli.version()
-            )
-        }
-        Err(why) => {
-            announce_skip(cli, why);
-            None
-        }
-    }
+    let found = FOUND.get_or_init(|| install_each(&Cli::ALL, locate_or_install));
+    let what = format!("{} {}", cli.name(), cli.version());
+    found_or_skip(&found[cli.index()], &what, |why| announce_skip(cli, why))
 }
 
 /// Once per CLI and process, straight to the real stderr (libtest captures `eprintln!` of
