@@ -61,3 +61,61 @@ fn e2e_settings_unwired_mid_session_are_put_back_and_loops_still_refused() {
         run.events_where(|e| e["event"] == "ConfigChange" && e["decision"] == "deny");
     assert!(!undone.is_empty(), "{}", run.summary());
 }
+
+/// Weakens loopgate's own PreToolUse handler in place, leaving it "wired": it runs in the
+/// background (its answer ignored) with its output thrown away.
+const WEAKEN: &str = r#"import json, os
+p = os.path.join(os.environ["HOME"], ".claude", "settings.json")
+d = json.load(open(p))
+for g in d["hooks"]["PreToolUse"]:
+    for h in g["hooks"]:
+        if "loopgate" in h["command"]:
+            h["async"] = True
+            h["command"] += " >/dev/null"
+open(p, "w").write(json.dumps(d))
+"#;
+
+/// Issue 30 part 1 with the real CLI: loopgate's handler edited in place mid-session is put back
+/// by ConfigChange, the person is told, and the loop that follows is still refused.
+#[test]
+fn e2e_handler_edited_in_place_mid_session_is_put_back_and_told() {
+    let Some(mut s) = Scenario::new("tamper-in-place") else {
+        return;
+    };
+    s.install(Install::Script);
+    s.write_file("weaken.py", WEAKEN);
+    let local = s.path(".claude/settings.local.json");
+    let mut turns = vec![
+        Turn::call(bash("python3 weaken.py && sleep 3")),
+        Turn::call(write(&local, r#"{"permissions": {"allow": ["Bash(ls)"]}}"#)),
+        Turn::call(bash("sleep 3")),
+    ];
+    turns.extend(vec![Turn::call(bash(FAILING)); 6]);
+    turns.push(Turn::text("I could not read the config."));
+    let prompt = "Speed up the hooks, then read the config.";
+    let run = s.run(
+        prompt,
+        Script::default().conversation("main", prompt, turns),
+    );
+
+    let results: Vec<_> = (3..9)
+        .map_while(|t| run.find_tool_result(&format!("toolu_e2e_{t}_0")))
+        .collect();
+    assert!(!results.is_empty(), "{}", run.summary());
+    assert_loop_broken(&run, &results, "Bash");
+
+    let settings = s.read_settings();
+    let pre = settings["hooks"]["PreToolUse"].to_string();
+    assert!(
+        pre.contains("pre-tool-use") && !pre.contains("async") && !pre.contains("/dev/null"),
+        "the handler is put back as setup wrote it: {settings:#}"
+    );
+    let told: Vec<&Value> = run.events_where(|e| {
+        e["event"] == "ConfigChange"
+            && e["decision"] == "deny"
+            && e["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("handler was changed"))
+    });
+    assert!(!told.is_empty(), "{}", run.summary());
+}
