@@ -5,7 +5,8 @@
 //! Run with `cargo test --test integration e2e -- --nocapture`. The first run installs the CLI
 //! (`npm install --prefix target/e2e-cache @anthropic-ai/claude-code@2.1.330`) and builds the
 //! release binary (install.sh and the plugin both use it); later runs take seconds. Without the
-//! CLI and outside CI the scenarios print a skip message and pass; with `CI` set they fail.
+//! CLI the scenarios fail, saying why; `LOOPGATE_E2E_SKIP=1` (never under `CI`) makes them print
+//! a skip message and pass instead.
 //!
 //! Each scenario gets its own temp HOME, git project, state dir and fake-API port, so libtest
 //! runs them in parallel. Every run's request log, stream-json output, transcript, settings and

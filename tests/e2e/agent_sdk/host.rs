@@ -1,6 +1,6 @@
 //! The two Agent SDKs, pinned, installed once into `target/e2e-cache/agent-sdk/<sdk>` (npm for
 //! TypeScript, a venv for Python), an app per scenario that runs one `query()` through them, and
-//! the skip policy (missing fails under `CI`, skips loudly otherwise).
+//! the skip policy (missing fails unless `LOOPGATE_E2E_SKIP=1`, then skips loudly).
 
 use super::super::claude_cli::{found_or_skip, install_each, npm_install, repo_root};
 use super::super::fake_api::Script;
@@ -98,7 +98,7 @@ fn announce_skip(sdk: Sdk, why: &str) {
         let _ = writeln!(
             std::io::stderr(),
             "SKIP e2e: Agent SDK {} {} unavailable ({why}). Install it with `{}` from the repo \
-             root (or set CI to make this a failure).",
+             root (skipped because LOOPGATE_E2E_SKIP=1).",
             sdk.package(),
             sdk.version(),
             sdk.install_command()

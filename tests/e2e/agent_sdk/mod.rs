@@ -6,8 +6,8 @@
 //! hooks-observed.md about what the model is sent holds here too.
 //!
 //! Run with `cargo test --test integration e2e::agent_sdk`. Without an SDK (npm, python3 or the
-//! registries missing) and outside CI its tests print a skip message and pass; with `CI` set
-//! they fail. Each run's files are kept in `target/e2e-out/agent-sdk-<sdk>-<scenario>/`.
+//! registries missing) its tests fail, saying why, unless `LOOPGATE_E2E_SKIP=1` (never under
+//! `CI`) asks for a skip. Each run's files are kept in `target/e2e-out/agent-sdk-<sdk>-<scenario>/`.
 //!
 //! - `host`: the pinned SDKs, their install, the app and its options.
 //! - `observe`: what fires under each `settingSources` and with callbacks (recorders only).

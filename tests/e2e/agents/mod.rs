@@ -4,8 +4,8 @@
 //! wire protocol, copied from the observation harness), with loopgate installed through
 //! `loopgate setup --agent <cli>`.
 //!
-//! Run with `cargo test --test integration e2e::agents`. Without a CLI (npm missing, offline) and
-//! outside CI its tests print a skip message and pass; with `CI` set they fail. Every run's
+//! Run with `cargo test --test integration e2e::agents`. Without a CLI (npm missing, offline) its
+//! tests fail, saying why, unless `LOOPGATE_E2E_SKIP=1` (never under `CI`) asks for a skip. Every run's
 //! requests, CLI output, hook file and `events.jsonl` are kept in
 //! `target/e2e-out/agents-<cli>-<scenario>/`.
 //!
