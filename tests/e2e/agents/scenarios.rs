@@ -259,6 +259,8 @@ per_cli!(repeated_failure_denied:
     Gemini => e2e_gemini_repeated_failing_command_is_denied,
     Qwen => e2e_qwen_repeated_failing_command_is_denied,
     Copilot => e2e_copilot_repeated_failing_command_is_denied,
+    OpenCode => e2e_opencode_repeated_failing_command_is_denied,
+    Kilo => e2e_kilo_repeated_failing_command_is_denied,
 );
 
 per_cli!(same_content_write_loop_stopped:
@@ -266,6 +268,7 @@ per_cli!(same_content_write_loop_stopped:
     Gemini => e2e_gemini_same_content_write_loop_is_stopped,
     Qwen => e2e_qwen_same_content_write_loop_is_stopped,
     Copilot => e2e_copilot_same_content_write_loop_is_stopped,
+    OpenCode => e2e_opencode_same_content_write_loop_is_stopped,
 );
 
 per_cli!(read_only_turn_ends_freely:
@@ -273,6 +276,8 @@ per_cli!(read_only_turn_ends_freely:
     Gemini => e2e_gemini_read_only_turn_ends_freely,
     Qwen => e2e_qwen_read_only_turn_ends_freely,
     Copilot => e2e_copilot_read_only_turn_ends_freely,
+    OpenCode => e2e_opencode_read_only_turn_ends_freely,
+    Kilo => e2e_kilo_read_only_turn_ends_freely,
 );
 
 per_cli!(observe_mode_is_silent:
@@ -280,6 +285,7 @@ per_cli!(observe_mode_is_silent:
     Gemini => e2e_gemini_observe_mode_is_silent,
     Qwen => e2e_qwen_observe_mode_is_silent,
     Copilot => e2e_copilot_observe_mode_is_silent,
+    OpenCode => e2e_opencode_observe_mode_is_silent,
 );
 
 per_cli!(stop_block_is_bounded:
