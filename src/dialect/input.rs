@@ -248,11 +248,17 @@ pub fn shaped(tool: &str, text: String, failed: bool) -> Result<Value, String> {
 /// call's `metadata.exit` its exit code (observed: `exit: 1` for `false`, with output
 /// `(no output)`). A tool that throws reaches no `tool.execute.after`; the plugin reports it from
 /// the tool part's `error` state as a failure event instead.
+/// An OpenCode export (`loopgate replay`) records the output text alone, with the failure known
+/// from the part's state.
 fn plugin_text(raw: &Value) -> (String, bool) {
+    if let Value::String(s) = raw {
+        return (s.clone(), false);
+    }
     let text = match raw.get("output") {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
-        None => String::new(),
+        None if raw.is_null() => String::new(),
+        None => raw.to_string(),
     };
     let exit = raw.pointer("/metadata/exit").and_then(Value::as_i64);
     (text, exit.is_some_and(|c| c != 0))

@@ -243,6 +243,39 @@ fn stop_block_is_bounded(cli: Cli) {
     );
 }
 
+/// (f) OpenCode and Kilo: loopgate's plugin fails open. With the binary it runs gone, the loop of
+/// (a) runs to its end as if loopgate were not there, and the person is told why once per call
+/// on stderr; nothing is thrown at the model.
+fn plugin_fails_open(cli: Cli) {
+    let Some(mut s) = Scenario::new(cli, "fail-open") else {
+        return;
+    };
+    s.install(false);
+    let plugin = s.hook_file();
+    let text = std::fs::read_to_string(&plugin).unwrap();
+    let bin = super::harness::loopgate_bin().display().to_string();
+    assert!(
+        text.contains(&bin),
+        "the plugin names the binary setup was given"
+    );
+    let gone = s.scratch.join("gone").join("loopgate");
+    std::fs::write(&plugin, text.replace(&bin, &gone.display().to_string())).unwrap();
+    let run = s.run("Read the settings file.", &failing_loop(cli));
+    assert_ended_by_itself(&run);
+    assert_eq!(
+        s.scratch_lines("attempts"),
+        4,
+        "every call ran\n{}",
+        run.summary()
+    );
+    assert!(!run.model_heard_from_loopgate(), "{}", run.summary());
+    assert!(
+        run.stderr.contains("loopgate: cannot run") && run.stderr.contains("the call goes ahead"),
+        "the person is told why loopgate did nothing\n{}",
+        run.summary()
+    );
+}
+
 macro_rules! per_cli {
     ($scenario:ident: $($cli:ident => $test:ident),+ $(,)?) => {
         $(
@@ -291,4 +324,8 @@ per_cli!(observe_mode_is_silent:
 per_cli!(stop_block_is_bounded:
     Codex => e2e_codex_stop_block_is_bounded,
     Gemini => e2e_gemini_stop_block_is_bounded,
+);
+
+per_cli!(plugin_fails_open:
+    OpenCode => e2e_opencode_plugin_fails_open,
 );
