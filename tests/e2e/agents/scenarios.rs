@@ -160,13 +160,9 @@ fn read_only_turn_ends_freely(cli: Cli) {
     );
 }
 
-/// (d) Observe mode: the loop of (a) runs to its end, the model never hears of loopgate, and the
-/// denials it would have made are on record.
-fn observe_mode_is_silent(cli: Cli) {
-    let Some(mut s) = Scenario::new(cli, "observe") else {
-        return;
-    };
-    s.install(true);
+/// The loop of (a), run to its end as if loopgate were not there: every call ran and the model
+/// never heard of loopgate.
+fn untouched_loop(s: &Scenario, cli: Cli) -> Run {
     let run = s.run("Read the settings file.", &failing_loop(cli));
     assert_ended_by_itself(&run);
     assert_eq!(
@@ -176,6 +172,17 @@ fn observe_mode_is_silent(cli: Cli) {
         run.summary()
     );
     assert!(!run.model_heard_from_loopgate(), "{}", run.summary());
+    run
+}
+
+/// (d) Observe mode: the loop of (a) runs to its end, the model never hears of loopgate, and the
+/// denials it would have made are on record.
+fn observe_mode_is_silent(cli: Cli) {
+    let Some(mut s) = Scenario::new(cli, "observe") else {
+        return;
+    };
+    s.install(true);
+    let run = untouched_loop(&s, cli);
     assert_eq!(
         run.main_requests().len(),
         5,
@@ -260,15 +267,7 @@ fn plugin_fails_open(cli: Cli) {
     );
     let gone = s.scratch.join("gone").join("loopgate");
     std::fs::write(&plugin, text.replace(&bin, &gone.display().to_string())).unwrap();
-    let run = s.run("Read the settings file.", &failing_loop(cli));
-    assert_ended_by_itself(&run);
-    assert_eq!(
-        s.scratch_lines("attempts"),
-        4,
-        "every call ran\n{}",
-        run.summary()
-    );
-    assert!(!run.model_heard_from_loopgate(), "{}", run.summary());
+    let run = untouched_loop(&s, cli);
     assert!(
         run.stderr.contains("loopgate: cannot run") && run.stderr.contains("the call goes ahead"),
         "the person is told why loopgate did nothing\n{}",
