@@ -97,6 +97,19 @@ fn doctor_check_with(env: &Env, name: &str, more: &[&str]) -> Value {
         .unwrap_or_else(|| panic!("no {name} check in {v:#}"))
 }
 
+/// Doctor's `check` fails, and its fix is `loopgate setup --agent <agent>`.
+fn doctor_fails_naming_setup(env: &Env, check: &str, agent: &str) {
+    let c = doctor_check(env, check);
+    assert_eq!(c["status"], "fail", "{agent}: {c}");
+    assert!(
+        c["fix"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("loopgate setup --agent {agent}")),
+        "{c}"
+    );
+}
+
 #[test]
 fn setup_then_doctor_then_uninstall_for_each_cli() {
     for (agent, file, check, foreign) in cases() {
@@ -169,15 +182,7 @@ fn setup_then_doctor_then_uninstall_for_each_cli() {
             assert!(out.contains("removed the trust of 5 hooks"), "{out}");
             assert_eq!(std::fs::read_to_string(&codex_config).unwrap(), config_text);
         }
-        let c = doctor_check(&env, check);
-        assert_eq!(c["status"], "fail", "{agent}: {c}");
-        assert!(
-            c["fix"]
-                .as_str()
-                .unwrap()
-                .contains(&format!("loopgate setup --agent {agent}")),
-            "{c}"
-        );
+        doctor_fails_naming_setup(&env, check, agent);
     }
 }
 
@@ -600,15 +605,7 @@ fn setup_writes_the_plugin_doctor_checks_it_uninstall_deletes_it() {
         let (code, out, err) = run(&env, &["setup", "--agent", agent, "--uninstall"]);
         assert_eq!(code, 0, "{out}{err}");
         assert!(!path.exists(), "{agent}: the plugin is deleted");
-        let c = doctor_check(&env, check);
-        assert_eq!(c["status"], "fail", "{agent}: {c}");
-        assert!(
-            c["fix"]
-                .as_str()
-                .unwrap()
-                .contains(&format!("loopgate setup --agent {agent}")),
-            "{c}"
-        );
+        doctor_fails_naming_setup(&env, check, agent);
 
         // Someone else's plugin under loopgate's name is neither replaced nor deleted.
         let mine = "export const Mine = async () => ({})\n";
