@@ -95,8 +95,6 @@ export const LoopgatePlugin = async ({ client, directory }) => {
   // A subagent's session names its parent; loopgate keeps one session per user session and
   // tracks the child as an agent of it, as it does for Claude Code's subagents.
   const parents = new Map()
-  // Calls this plugin refused: their error state is the refusal, not a failure of the tool.
-  const refused = new Set()
   // Guidance for a call that went ahead, appended to its output.
   const pending = new Map()
   // The last prompt or call of each session: session.idle fires twice after an abort
@@ -151,7 +149,9 @@ export const LoopgatePlugin = async ({ client, directory }) => {
       }, directory)
       if (!answer) return
       if (answer.decision === "deny" || answer.decision === "halt") {
-        refused.add(input.callID)
+        // Its error state is the refusal, not a failure of the tool: claimed here, so that no
+        // copy of the plugin reports it.
+        claim(`fail:${input.callID}`)
         if (answer.decision === "halt") await abort(input.sessionID, answer)
         throw new Error(answer.reason || "loopgate refused this call")
       }
@@ -188,7 +188,7 @@ export const LoopgatePlugin = async ({ client, directory }) => {
         case "message.part.updated": {
           const part = props.part ?? {}
           if (part.type !== "tool" || part.state?.status !== "error") return
-          if (refused.has(part.callID) || !claim(`fail:${part.callID}`)) return
+          if (!claim(`fail:${part.callID}`)) return
           pending.delete(part.callID)
           await judge("post-tool-use-failure", {
             hook_event_name: "PostToolUseFailure",
