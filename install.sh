@@ -16,9 +16,10 @@ Safe to run again: it updates the binary and the hook entries in place.
 
 Options:
   --agent CLIS Wire these agent CLIs instead of Claude Code alone: claude, codex, gemini,
-               qwen, copilot; a comma list, or the option given again (--agent codex,gemini
-               or --agent codex --agent gemini). Each is `loopgate setup --agent CLI` on its
-               default file. With --uninstall: remove only these CLIs' hooks, keep the binary
+               qwen, copilot, opencode, kilo; a comma list, or the option given again
+               (--agent codex,gemini or --agent codex --agent gemini). Each is
+               `loopgate setup --agent CLI` on its default file. With --uninstall: remove
+               only these CLIs' hooks, keep the binary
   --observe    Install the hooks in observe mode: loopgate logs what it would do but never
                denies, blocks or injects anything
   --uninstall  Remove loopgate's hook entries (from every agent CLI's default file when
@@ -49,12 +50,12 @@ restore=0
 agents=()
 add_agents() {
     local list=$1 name
-    [ -n "$list" ] || die "--agent needs a CLI name (claude, codex, gemini, qwen, copilot)"
+    [ -n "$list" ] || die "--agent needs a CLI name (claude, codex, gemini, qwen, copilot, opencode, kilo)"
     local IFS=,
     for name in $list; do
         case $name in
-            claude | codex | gemini | qwen | copilot) agents+=("$name") ;;
-            *) die "--agent: unknown CLI '$name' (claude, codex, gemini, qwen, copilot)" ;;
+            claude | codex | gemini | qwen | copilot | opencode | kilo) agents+=("$name") ;;
+            *) die "--agent: unknown CLI '$name' (claude, codex, gemini, qwen, copilot, opencode, kilo)" ;;
         esac
     done
 }
@@ -63,7 +64,7 @@ while [ $# -gt 0 ]; do
     shift
     case $arg in
         --agent)
-            [ $# -gt 0 ] || die "--agent needs a CLI name (claude, codex, gemini, qwen, copilot)"
+            [ $# -gt 0 ] || die "--agent needs a CLI name (claude, codex, gemini, qwen, copilot, opencode, kilo)"
             add_agents "$1"
             shift
             ;;
@@ -225,13 +226,13 @@ if [ "$uninstall" = 1 ]; then
         [ -n "$path" ] && hooked+=("$path")
     done < <(
         "$runner" setup --show-bin --settings "$settings" 2>/dev/null || true
-        for agent in codex gemini qwen copilot; do
+        for agent in codex gemini qwen copilot opencode kilo; do
             "$runner" setup --show-bin --agent "$agent" 2>/dev/null || true
         done
     )
     summary=$("$runner" setup --uninstall --settings "$settings")
     others=()
-    for agent in codex gemini qwen copilot; do
+    for agent in codex gemini qwen copilot opencode kilo; do
         others+=("$agent: $("$runner" setup --uninstall --agent "$agent")")
     done
     removed_list=()

@@ -231,6 +231,10 @@ def write_main_package(outdir, ver):
         for helper in ("agent-sdk.js", "agent-sdk.d.ts"):
             shutil.copyfile(REPO / "npm" / "loopgate" / helper, stage / helper)
         shutil.copyfile(REPO / "npm" / "loopgate" / "README.md", stage / "README.md")
+        # OpenCode's and Kilo's plugin, as `loopgate setup --agent opencode|kilo` writes it (with
+        # the binary's path filled in); this copy runs `loopgate` from PATH.
+        (stage / "opencode").mkdir()
+        shutil.copyfile(REPO / "src" / "setup" / "opencode-plugin.js", stage / "opencode" / "loopgate.js")
         shutil.copyfile(REPO / "LICENSE", stage / "LICENSE")
         (stage / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         npm_pack(stage, outdir)

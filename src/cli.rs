@@ -261,11 +261,12 @@ pub enum Command {
         after_help = "Examples:\n  loopgate setup                       wire the hooks into ~/.claude/settings.json\n  loopgate setup --observe             the same, in observe mode\n  loopgate setup --uninstall           remove loopgate's hooks, nothing else\n  loopgate setup --restore             put back the settings as they were before the last change\n  loopgate setup --agent codex         wire Codex CLI (~/.codex/hooks.json, and trust the hooks)"
     )]
     Setup {
-        /// The agent CLI to wire: claude, codex, gemini, qwen or copilot [default: claude]
+        /// The agent CLI to wire: claude, codex, gemini, qwen, copilot, opencode or kilo (these two get loopgate's plugin) [default: claude]
         #[arg(long, value_enum, value_name = "CLI")]
         agent: Option<Agent>,
         /// The hook file to edit [default: ~/.claude/settings.json; for --agent: $CODEX_HOME/hooks.json,
-        /// ~/.gemini/settings.json, ~/.qwen/settings.json, $COPILOT_HOME/hooks/loopgate.json]
+        /// ~/.gemini/settings.json, ~/.qwen/settings.json, $COPILOT_HOME/hooks/loopgate.json,
+        /// ~/.config/opencode/plugins/loopgate.js, ~/.config/kilo/plugins/loopgate.js]
         #[arg(long, value_name = "FILE")]
         settings: Option<PathBuf>,
         /// Path of the loopgate binary the hooks call [default: this executable]

@@ -92,7 +92,8 @@ pub fn claude_user_settings() -> Option<PathBuf> {
 }
 
 /// An agent CLI's home for its user configuration: `$CODEX_HOME` (else `~/.codex`),
-/// `~/.gemini`, `~/.qwen`, `$COPILOT_HOME` (else `~/.copilot`), `~/.claude`.
+/// `~/.gemini`, `~/.qwen`, `$COPILOT_HOME` (else `~/.copilot`), `~/.claude`,
+/// `$XDG_CONFIG_HOME/opencode` and `…/kilo` (else under `~/.config`).
 pub fn agent_config_dir(agent: crate::dialect::Agent) -> Option<PathBuf> {
     use crate::dialect::Agent;
     let from_env = |var: &str| {
@@ -106,6 +107,12 @@ pub fn agent_config_dir(agent: crate::dialect::Agent) -> Option<PathBuf> {
         Agent::Gemini => (None, ".gemini"),
         Agent::Qwen => (None, ".qwen"),
         Agent::Copilot => (Some("COPILOT_HOME"), ".copilot"),
+        // OpenCode's core keeps its global config under the XDG config home.
+        Agent::OpenCode | Agent::Kilo => {
+            let base =
+                from_env("XDG_CONFIG_HOME").or_else(|| home_dir().map(|h| h.join(".config")))?;
+            return Some(base.join(agent.name()));
+        }
     };
     var.and_then(from_env)
         .or_else(|| home_dir().map(|h| h.join(dir)))
@@ -113,7 +120,8 @@ pub fn agent_config_dir(agent: crate::dialect::Agent) -> Option<PathBuf> {
 
 /// The user-level file `loopgate setup --agent <cli>` edits by default (see [`agent_config_dir`]):
 /// `settings.json` for Claude Code, Gemini CLI and Qwen Code, Codex's `hooks.json`, and
-/// loopgate's own `hooks/loopgate.json` for Copilot CLI.
+/// loopgate's own `hooks/loopgate.json` for Copilot CLI, loopgate's plugin
+/// `plugins/loopgate.js` for OpenCode and Kilo CLI.
 pub fn agent_hook_file(agent: crate::dialect::Agent) -> Option<PathBuf> {
     use crate::dialect::Agent;
     let dir = agent_config_dir(agent)?;
@@ -121,6 +129,7 @@ pub fn agent_hook_file(agent: crate::dialect::Agent) -> Option<PathBuf> {
         Agent::Claude | Agent::Gemini | Agent::Qwen => dir.join("settings.json"),
         Agent::Codex => dir.join("hooks.json"),
         Agent::Copilot => dir.join("hooks").join("loopgate.json"),
+        Agent::OpenCode | Agent::Kilo => dir.join("plugins").join("loopgate.js"),
     })
 }
 

@@ -13,6 +13,7 @@
 //! Code's shape) or straight under the event (Copilot CLI's). [`agents`] has the per-CLI routes.
 
 pub mod agents;
+pub mod plugin;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};

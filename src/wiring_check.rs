@@ -253,7 +253,7 @@ fn hook_files(agent: Agent, project: Option<&Path>) -> Vec<PathBuf> {
 /// (user and project) no longer wire loopgate whole, `None` when they do. Claude Code's own
 /// `ConfigChange` guards its settings, so it is not checked here.
 pub fn session_notice(agent: Agent, project: Option<&Path>) -> Option<String> {
-    if agent == Agent::Claude {
+    if agent == Agent::Claude || agent.is_plugin() {
         return None;
     }
     let mut problems = Vec::new();

@@ -11,6 +11,8 @@ mod guard_table;
 mod heal;
 #[cfg(unix)]
 mod link_order;
+#[cfg(unix)]
+mod opencode_plugin;
 mod operate;
 mod protocol;
 mod readme;

@@ -563,3 +563,67 @@ fn managed_setup_without_root_refuses_and_names_the_command_that_has_it() {
     );
     assert!(!managed.exists(), "nothing written");
 }
+
+/// OpenCode and Kilo CLI: setup writes loopgate's plugin (no hook file) with the binary's path,
+/// doctor checks it runs, a plugin that is someone else's is left alone, and `--uninstall`
+/// deletes it.
+#[test]
+fn setup_writes_the_plugin_doctor_checks_it_uninstall_deletes_it() {
+    for (agent, check) in [("opencode", "OpenCode plugin"), ("kilo", "Kilo CLI plugin")] {
+        let env = Env::new();
+        let bin = bin(&env);
+        let bin_arg = bin.to_str().unwrap();
+        // OpenCode's core keeps its config under XDG_CONFIG_HOME (the test env sets it).
+        let path = home(&env)
+            .join("xdg")
+            .join(agent)
+            .join("plugins/loopgate.js");
+        let (code, out, err) = run(&env, &["setup", "--agent", agent, "--bin", bin_arg]);
+        assert_eq!(code, 0, "{agent}: {out}{err}");
+        assert!(out.contains(&path.display().to_string()), "{agent}: {out}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let command = serde_json::to_string(&[bin_arg, "--agent", agent]).unwrap();
+        assert!(
+            text.contains(&format!("const COMMAND = {command}")),
+            "{agent}: {text}"
+        );
+        assert_eq!(doctor_check(&env, check)["status"], "ok", "{agent}");
+        let (_, shown, _) = run(&env, &["setup", "--agent", agent, "--show-bin"]);
+        assert_eq!(shown.trim(), bin_arg);
+
+        run(
+            &env,
+            &["setup", "--agent", agent, "--bin", bin_arg, "--observe"],
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"--observe\",\"--agent\""), "{text}");
+
+        // A binary that is gone: doctor names it and the fix.
+        std::fs::rename(&bin, bin.with_extension("moved")).unwrap();
+        let c = doctor_check(&env, check);
+        assert_eq!(c["status"], "fail", "{agent}: {c}");
+        assert!(
+            c["detail"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("does not exist"),
+            "{c}"
+        );
+        std::fs::rename(bin.with_extension("moved"), &bin).unwrap();
+
+        let (code, out, err) = run(&env, &["setup", "--agent", agent, "--uninstall"]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(!path.exists(), "{agent}: the plugin is deleted");
+        // Uninstalled is the person's choice: told, never failed.
+        assert_eq!(doctor_check(&env, check)["status"], "info", "{agent}");
+
+        // Someone else's plugin under loopgate's name is neither replaced nor deleted.
+        let mine = "export const Mine = async () => ({})\n";
+        write(&path, mine);
+        let (code, _, err) = run(&env, &["setup", "--agent", agent, "--bin", bin_arg]);
+        assert_ne!(code, 0);
+        assert!(err.contains("not loopgate's plugin"), "{err}");
+        run(&env, &["setup", "--agent", agent, "--uninstall"]);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), mine);
+    }
+}

@@ -254,6 +254,8 @@ fn agent_check_name(agent: Agent) -> &'static str {
         Agent::Gemini => "Gemini CLI hooks",
         Agent::Qwen => "Qwen Code hooks",
         Agent::Copilot => "Copilot CLI hooks",
+        Agent::OpenCode => "OpenCode plugin",
+        Agent::Kilo => "Kilo CLI plugin",
     }
 }
 
@@ -265,6 +267,8 @@ fn agent_program(agent: Agent) -> &'static str {
         Agent::Gemini => "gemini",
         Agent::Qwen => "qwen",
         Agent::Copilot => "copilot",
+        Agent::OpenCode => "opencode",
+        Agent::Kilo => "kilo",
     }
 }
 
@@ -278,6 +282,7 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
     let file = match agent {
         Agent::Codex => dir.join("hooks.json"),
         Agent::Copilot => dir.join("hooks").join("loopgate.json"),
+        Agent::OpenCode | Agent::Kilo => dir.join("plugins").join("loopgate.js"),
         _ => dir.join("settings.json"),
     };
     let shown = file.display();
@@ -310,6 +315,9 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
             ))
         }
     };
+    if agent.is_plugin() {
+        return Some(plugin_check(agent, &file, &text, inp));
+    }
     let settings: Value = match serde_json::from_str(&text) {
         Ok(v) => v,
         Err(e) => {
@@ -339,21 +347,9 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
     }
     let mut ran = Vec::new();
     for program in &programs {
-        let resolved = if program.contains('/') {
-            let p = PathBuf::from(program);
-            is_executable(&p).then_some(p)
-        } else {
-            find_in_path(program, inp.path_var.as_deref())
-        };
-        match resolved.as_deref().map(|p| (p, version_of(p))) {
-            None => problems.push(format!(
-                "the hooks call {program}, which does not exist or is not executable"
-            )),
-            Some((p, None)) => problems.push(format!(
-                "the hooks call {}, which does not run (`--version` failed)",
-                p.display()
-            )),
-            Some((_, Some(v))) => ran.push(format!("{program} runs ({v})")),
+        match program_runs(program, inp) {
+            Ok(v) => ran.push(v),
+            Err(problem) => problems.push(problem),
         }
     }
     let trust = if agent == Agent::Codex && inspected.codex_trusted {
@@ -376,6 +372,58 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
         problems.join("; "),
         format!("{setup_fix} to rewrite loopgate's entries"),
     ))
+}
+
+/// Whether a program the hooks call runs: `Ok("<program> runs (<version>)")`, else the problem.
+fn program_runs(program: &str, inp: &Inputs) -> Result<String, String> {
+    let resolved = if program.contains('/') {
+        let p = PathBuf::from(program);
+        is_executable(&p).then_some(p)
+    } else {
+        find_in_path(program, inp.path_var.as_deref())
+    };
+    match resolved.as_deref().map(|p| (p, version_of(p))) {
+        None => Err(format!(
+            "the hooks call {program}, which does not exist or is not executable"
+        )),
+        Some((p, None)) => Err(format!(
+            "the hooks call {}, which does not run (`--version` failed)",
+            p.display()
+        )),
+        Some((_, Some(v))) => Ok(format!("{program} runs ({v})")),
+    }
+}
+
+/// OpenCode's and Kilo's check: loopgate's plugin in the CLI's plugin folder, running a binary
+/// that runs in that CLI's dialect.
+fn plugin_check(agent: Agent, file: &Path, text: &str, inp: &Inputs) -> Check {
+    let name = agent_check_name(agent);
+    let shown = file.display();
+    let setup_fix = format!("run `loopgate setup --agent {}`", agent.name());
+    let Some(command) = setup::plugin::command_in(text) else {
+        return fail(
+            name,
+            format!("{shown} is not loopgate's plugin as setup writes it"),
+            setup_fix,
+        );
+    };
+    let dialect = command
+        .windows(2)
+        .any(|w| w[0] == "--agent" && w[1] == agent.name());
+    if !dialect {
+        return fail(
+            name,
+            format!(
+                "the plugin in {shown} does not run loopgate with --agent {}",
+                agent.name()
+            ),
+            setup_fix,
+        );
+    }
+    match program_runs(&command[0], inp) {
+        Ok(ran) => ok(name, format!("plugin {shown}, {ran}")),
+        Err(problem) => fail(name, problem, format!("{setup_fix} to rewrite the plugin")),
+    }
 }
 
 /// The first line `<program> --version` prints, if it runs and exits 0 within 5 s.

@@ -41,13 +41,31 @@ pub fn run(o: &Options) -> Result<()> {
             .with_context(|| crate::paths::NO_HOME.to_string())?,
     };
     if o.show_bin {
-        for program in crate::setup::hooked_programs_in(&settings)? {
+        let programs = if o.agent.is_plugin() {
+            crate::setup::plugin::programs_in(&settings)?
+        } else {
+            crate::setup::hooked_programs_in(&settings)?
+        };
+        for program in programs {
             println!("{program}");
         }
         return Ok(());
     }
     let codex_config = crate::setup::agents::codex_config_file();
-    let outcome = if let Some(backup) = o.restore {
+    let outcome = if o.agent.is_plugin() {
+        if o.restore.is_some() {
+            bail!(
+                "--restore edits a hook file; {} has loopgate's plugin instead, which `setup --agent {}` rewrites",
+                o.agent.title(),
+                o.agent.name()
+            );
+        }
+        let bin = match o.bin {
+            Some(b) => resolve_bin(b)?,
+            None => std::env::current_exe().context("cannot find this executable's path")?,
+        };
+        crate::setup::plugin::run(o.agent, &settings, &bin, o.observe, o.uninstall)?
+    } else if let Some(backup) = o.restore {
         crate::setup::agents::Outcome {
             summary: crate::setup::agents::restore(
                 o.agent,

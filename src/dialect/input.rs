@@ -129,6 +129,11 @@ fn canonical_tool(agent: Agent, p: &Map<String, Value>) -> (String, Value) {
 /// A call `agent` names `name` with `input`, under Claude Code's tool name and input keys: what
 /// the live hook judges, and what `loopgate replay` judges for a session this CLI recorded.
 pub fn canonical_call(agent: Agent, name: &str, input: Value) -> (String, Value) {
+    if agent.is_plugin() {
+        // The plugin passes OpenCode's own tool names and argument keys, as its sessions record
+        // them, so the live hook and `loopgate replay` map them the same way.
+        return crate::replay::opencode::canonical_call(name, input);
+    }
     let claude = match (agent, name) {
         (Agent::Codex, "apply_patch") => return patch::as_claude_call(&input),
         (Agent::Gemini | Agent::Qwen, "run_shell_command") => "Bash",
@@ -220,6 +225,7 @@ pub fn recorded_answer(
         Agent::Codex => codex_text(tool, raw),
         Agent::Gemini | Agent::Qwen => llm_text(raw),
         Agent::Copilot => copilot_text(raw),
+        Agent::OpenCode | Agent::Kilo => plugin_text(raw),
         Agent::Claude => return Ok(raw.clone()),
     };
     shaped(tool, text, failed.unwrap_or(said_failed))
@@ -236,6 +242,26 @@ pub fn shaped(tool: &str, text: String, failed: bool) -> Result<Value, String> {
     } else {
         Value::String(text)
     })
+}
+
+/// The plugin passes `tool.execute.after`'s output as it is: `{title, output, metadata}`, a shell
+/// call's `metadata.exit` its exit code (observed: `exit: 1` for `false`, with output
+/// `(no output)`). A tool that throws reaches no `tool.execute.after`; the plugin reports it from
+/// the tool part's `error` state as a failure event instead.
+/// An OpenCode export (`loopgate replay`) records the output text alone, with the failure known
+/// from the part's state.
+fn plugin_text(raw: &Value) -> (String, bool) {
+    if let Value::String(s) = raw {
+        return (s.clone(), false);
+    }
+    let text = match raw.get("output") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None if raw.is_null() => String::new(),
+        None => raw.to_string(),
+    };
+    let exit = raw.pointer("/metadata/exit").and_then(Value::as_i64);
+    (text, exit.is_some_and(|c| c != 0))
 }
 
 /// Codex gives a shell call's output as a bare string, with no exit code (observed: exit 0 and

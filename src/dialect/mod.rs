@@ -20,15 +20,22 @@ pub enum Agent {
     Qwen,
     /// GitHub Copilot CLI
     Copilot,
+    /// OpenCode, through loopgate's plugin (it runs no hook commands)
+    #[value(name = "opencode")]
+    OpenCode,
+    /// Kilo CLI (OpenCode's core, the same plugin API), through loopgate's plugin
+    Kilo,
 }
 
 impl Agent {
-    pub const ALL: [Agent; 5] = [
+    pub const ALL: [Agent; 7] = [
         Agent::Claude,
         Agent::Codex,
         Agent::Gemini,
         Agent::Qwen,
         Agent::Copilot,
+        Agent::OpenCode,
+        Agent::Kilo,
     ];
 
     pub fn name(self) -> &'static str {
@@ -38,7 +45,15 @@ impl Agent {
             Agent::Gemini => "gemini",
             Agent::Qwen => "qwen",
             Agent::Copilot => "copilot",
+            Agent::OpenCode => "opencode",
+            Agent::Kilo => "kilo",
         }
+    }
+
+    /// OpenCode and Kilo CLI run no hook command: loopgate's plugin runs the binary and carries
+    /// out its answer (`docs/opencode-observed.md`), so both speak the plugin's dialect.
+    pub fn is_plugin(self) -> bool {
+        matches!(self, Agent::OpenCode | Agent::Kilo)
     }
 
     pub fn parse(name: &str) -> Option<Agent> {
@@ -53,6 +68,8 @@ impl Agent {
             Agent::Gemini => "Gemini CLI",
             Agent::Qwen => "Qwen Code",
             Agent::Copilot => "Copilot CLI",
+            Agent::OpenCode => "OpenCode",
+            Agent::Kilo => "Kilo CLI",
         }
     }
 }
@@ -112,7 +129,8 @@ pub enum TurnEnd {
     /// At the model turn's batch event: Claude Code's PostToolBatch `decision: block` stops the
     /// run at once.
     Batch,
-    /// Before the tool: Gemini's BeforeTool `continue: false` ends the run.
+    /// Before the tool: Gemini's BeforeTool `continue: false` ends the run; OpenCode's and Kilo's
+    /// plugin aborts the session from `tool.execute.before` (observed: no model request follows).
     BeforeTool,
     /// At the hook before the next model request: Qwen Code fires UserPromptSubmit (empty
     /// prompt) before every model request, and a block there ends the run with no request. The
@@ -133,10 +151,13 @@ impl Agent {
         Caps {
             batch_event: self == Agent::Claude,
             silent_failures: self == Agent::Codex,
-            halt: matches!(self, Agent::Claude | Agent::Gemini),
+            halt: matches!(
+                self,
+                Agent::Claude | Agent::Gemini | Agent::OpenCode | Agent::Kilo
+            ),
             turn_end: match self {
                 Agent::Claude => TurnEnd::Batch,
-                Agent::Gemini => TurnEnd::BeforeTool,
+                Agent::Gemini | Agent::OpenCode | Agent::Kilo => TurnEnd::BeforeTool,
                 Agent::Qwen => TurnEnd::NextRequest,
                 Agent::Copilot => TurnEnd::Permission,
                 Agent::Codex => TurnEnd::Refusals,
@@ -163,8 +184,11 @@ impl Agent {
             Agent::Gemini => &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
             Agent::Qwen => &["QWEN_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
             Agent::Copilot => &["COPILOT_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
+            Agent::OpenCode | Agent::Kilo => &[],
         };
-        if self == Agent::Codex {
+        // Codex runs its hooks in the session's directory (observed), and loopgate's plugin runs
+        // the binary in the directory OpenCode gives plugins: either is the project.
+        if matches!(self, Agent::Codex | Agent::OpenCode | Agent::Kilo) {
             return std::env::current_dir().ok();
         }
         vars.iter().find_map(|v| {

@@ -18,6 +18,9 @@ pub fn answer(agent: Agent, event: Event, source: Event, v: &Verdict) -> Option<
     if agent == Agent::Claude {
         return render::answer(event, v);
     }
+    if agent.is_plugin() {
+        return plugin(event, v);
+    }
     let reason = native_shell(agent, &v.reason);
     let reason = reason.as_str();
     let human = native_shell(agent, &render::human_line(v));
@@ -61,12 +64,42 @@ pub fn answer(agent: Agent, event: Event, source: Event, v: &Verdict) -> Option<
     Some(out.to_string())
 }
 
+/// The answer loopgate's OpenCode/Kilo plugin carries out (`npm/loopgate/opencode/loopgate.js`):
+/// `deny` is thrown from `tool.execute.before` (the model reads the message as the tool's
+/// result, observed); `halt` aborts the session, then throws (no model request follows,
+/// observed); `context` is appended to the tool's output at `tool.execute.after`, the one text of
+/// a call the model reads; `block` at a session's idle is logged by the plugin, which cannot
+/// keep `opencode run` going (observed: a prompt sent from `session.idle` gets no model request).
+fn plugin(event: Event, v: &Verdict) -> Option<String> {
+    let reason = native_shell(Agent::OpenCode, &v.reason);
+    let stop_like = matches!(event, Event::Stop | Event::SubagentStop);
+    let out = match (event, v.action) {
+        (Event::PermissionRequest | Event::PostToolBatch, _) => return None,
+        (_, Action::Warn | Action::Ask) if stop_like => return None,
+        (Event::PreToolUse, Action::Deny | Action::Ask) => {
+            json!({"decision": "deny", "reason": reason})
+        }
+        (Event::PreToolUse | Event::PostToolUse | Event::PostToolUseFailure, Action::Halt) => {
+            let human = native_shell(Agent::OpenCode, &render::human_line(v));
+            json!({"decision": "halt", "reason": reason, "message": human})
+        }
+        (_, Action::Deny | Action::Halt) if stop_like => {
+            json!({"decision": "block", "reason": reason})
+        }
+        (Event::UserPromptSubmit, Action::Deny | Action::Halt) => {
+            json!({"decision": "block", "reason": reason})
+        }
+        _ => json!({"context": reason}),
+    };
+    Some(out.to_string())
+}
+
 /// The shell tool under the name the CLI and its model know it by: detectors name calls as Claude
 /// Code does (`Bash \`npm test\``), and a Gemini model told "Bash" looks for a tool it lacks.
 fn native_shell(agent: Agent, text: &str) -> String {
     let name = match agent {
         Agent::Gemini | Agent::Qwen => "run_shell_command",
-        Agent::Copilot => "bash",
+        Agent::Copilot | Agent::OpenCode | Agent::Kilo => "bash",
         Agent::Claude | Agent::Codex => return text.to_string(),
     };
     text.replace("Bash `", &format!("{name} `"))
@@ -183,6 +216,30 @@ mod tests {
                 &v(action),
             );
             assert!(a.is_none(), "{action:?}");
+        }
+    }
+
+    #[test]
+    fn the_plugin_is_told_to_throw_abort_or_append() {
+        for agent in [Agent::OpenCode, Agent::Kilo] {
+            let pre = Event::PreToolUse;
+            assert_eq!(
+                out(agent, pre, Action::Deny).unwrap(),
+                json!({"decision": "deny", "reason": "loopgate: seen it. Do else."})
+            );
+            assert_eq!(out(agent, pre, Action::Ask).unwrap()["decision"], "deny");
+            let halt = out(agent, pre, Action::Halt).unwrap();
+            assert_eq!(halt["decision"], "halt");
+            assert!(halt["message"].is_string());
+            assert_eq!(
+                out(agent, Event::PostToolUse, Action::Warn).unwrap(),
+                json!({"context": "loopgate: seen it. Do else."})
+            );
+            assert_eq!(
+                out(agent, Event::Stop, Action::Deny).unwrap()["decision"],
+                "block"
+            );
+            assert!(out(agent, Event::Stop, Action::Warn).is_none());
         }
     }
 

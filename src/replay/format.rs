@@ -15,7 +15,7 @@
 //!   `opencode export` prints it (a child session, a subagent's, names its parent: `parentID`).
 
 use super::transcript::{self, Kind};
-use crate::dialect::{Agent, Caps, TurnEnd};
+use crate::dialect::{Agent, Caps};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -43,31 +43,21 @@ impl Cli {
         }
     }
 
-    /// The dialect its live hook speaks; OpenCode runs no hook command (its plugins are
-    /// JavaScript), so it has none.
-    pub fn agent(self) -> Option<Agent> {
+    /// The dialect its live hook speaks (OpenCode's is loopgate's plugin).
+    pub fn agent(self) -> Agent {
         match self {
-            Cli::Claude => Some(Agent::Claude),
-            Cli::Codex => Some(Agent::Codex),
-            Cli::Gemini => Some(Agent::Gemini),
-            Cli::Qwen => Some(Agent::Qwen),
-            Cli::Copilot => Some(Agent::Copilot),
-            Cli::OpenCode => None,
+            Cli::Claude => Agent::Claude,
+            Cli::Codex => Agent::Codex,
+            Cli::Gemini => Agent::Gemini,
+            Cli::Qwen => Agent::Qwen,
+            Cli::Copilot => Agent::Copilot,
+            Cli::OpenCode => Agent::OpenCode,
         }
     }
 
-    /// What the engine is told the CLI can do, as the live hook tells it. OpenCode, with no hook,
-    /// is judged as a CLI that reports no batch and cannot end a run mid-turn.
+    /// What the engine is told the CLI can do, as the live hook tells it.
     pub fn caps(self) -> Caps {
-        match self.agent() {
-            Some(a) => a.caps(),
-            None => Caps {
-                batch_event: false,
-                silent_failures: false,
-                halt: false,
-                turn_end: TurnEnd::Refusals,
-            },
-        }
+        self.agent().caps()
     }
 
     /// Its hooks give each call an id (`tool_use_id`); Gemini's and Copilot's do not, so there a

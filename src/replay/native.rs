@@ -279,10 +279,7 @@ impl Builder {
             Value::String(s) if name == "apply_patch" => json!({ "command": s }),
             other => json!({ "input": other }),
         };
-        match self.cli.agent() {
-            Some(agent) => dialect::canonical_call(agent, name, input),
-            None => super::opencode::canonical_call(name, input),
-        }
+        dialect::canonical_call(self.cli.agent(), name, input)
     }
 
     fn call(
@@ -336,17 +333,7 @@ impl Builder {
     }
 
     fn map_answer(&self, tool: &str, a: &Answer) -> Result<Value, String> {
-        match self.cli.agent() {
-            Some(agent) => dialect::recorded_answer(agent, tool, &a.raw, a.failed),
-            None => {
-                let text = match &a.raw {
-                    Value::String(s) => s.clone(),
-                    Value::Null => String::new(),
-                    other => other.to_string(),
-                };
-                dialect::shaped(tool, text, a.failed == Some(true))
-            }
-        }
+        dialect::recorded_answer(self.cli.agent(), tool, &a.raw, a.failed)
     }
 
     fn answer(&mut self, who: Option<Who>, id: String, a: Answer, at: Option<SystemTime>) {

@@ -2,8 +2,9 @@
 //! <session>, "messages": [{"info": <message>, "parts": [<part>…]}]}` (times in epoch ms). A
 //! child session (a `task` subagent's) names its parent in `info.parentID`.
 //!
-//! OpenCode runs no hook command (its plugins are JavaScript), so there is no live dialect to
-//! follow; its tools are mapped to Claude Code's by what they do, as the other CLIs' are:
+//! OpenCode runs no hook command; loopgate's plugin speaks for it (`docs/opencode-observed.md`)
+//! and passes OpenCode's own tool names and keys, which this mapping turns into Claude Code's for
+//! the live hook and for replay alike, by what each tool does:
 //! `bash` → `Bash`, `read` → `Read`, `write` → `Write`, `edit` → `Edit`, `multiedit` →
 //! `MultiEdit`, `glob` → `Glob`, `grep` → `Grep`, `list` → `LS`, `webfetch` → `WebFetch`,
 //! `websearch` → `WebSearch`, `task` → `Task`, `todowrite` → `TodoWrite`, `apply_patch` as a
@@ -22,8 +23,8 @@
 //! - a child session is its parent's subagent: `agent_id` its session id, `agent_type` its agent,
 //!   its turn ends with SubagentStop. OpenCode exports the child apart from its parent.
 //!
-//! What the file cannot tell: OpenCode itself has no hooks, so which events a hook would have
-//! seen is this mapping's choice; an `invalid` part (arguments that did not parse) ran no tool and
+//! What the file cannot tell: which events the plugin saw; the mapping follows it (a call's
+//! PreToolUse at its start, its answer at its end, the turn's end where the session went idle); an `invalid` part (arguments that did not parse) ran no tool and
 //! is left out, as Claude Code fires no hook for a call its input validation rejects.
 
 use super::native::{self, from_ms, Answer, Step, Timed, Who};

@@ -61,7 +61,8 @@ const COPILOT_HOOKS: &[(&str, &str, bool)] = &[
 /// The hook file shape of `agent`.
 pub fn format(agent: Agent) -> Format {
     let (hooks, timeout, flat) = match agent {
-        Agent::Claude => return super::CLAUDE,
+        // The plugin agents have no hook file; Claude Code's list of events stands for theirs.
+        Agent::Claude | Agent::OpenCode | Agent::Kilo => return super::CLAUDE,
         Agent::Codex => (CODEX_HOOKS, HOOK_TIMEOUT_SECS, false),
         // Gemini CLI counts hook timeouts in milliseconds.
         Agent::Gemini => (GEMINI_HOOKS, HOOK_TIMEOUT_SECS * 1000, false),
@@ -137,7 +138,7 @@ pub fn run(
 fn project_note(agent: Agent, path: &Path) -> Option<String> {
     let shown = path.display();
     Some(match agent {
-        Agent::Claude | Agent::Qwen => return None,
+        Agent::Claude | Agent::Qwen | Agent::OpenCode | Agent::Kilo => return None,
         Agent::Codex => format!(
             "Codex reads {shown} only in a trusted project (`codex exec --trust`, or trust it when the TUI asks)"
         ),

@@ -74,6 +74,8 @@ user_env "$home2" npm install -g --prefix "$home2/npm-global" loopgate >"$tmp/in
 installed=$home2/npm-global/lib/node_modules/loopgate/node_modules/@loopgate
 [ -x "$installed/cli-linux-$cpu/bin/loopgate" ] || fail "the platform package's binary is not installed (ls: $(ls "$installed" 2>&1))"
 [ "$(ls "$installed")" = "cli-linux-$cpu" ] || fail "npm installed other platforms' packages too: $(ls "$installed")"
+grep -q "loopgate's plugin for OpenCode" "$home2/npm-global/lib/node_modules/loopgate/opencode/loopgate.js" ||
+    fail "the package does not ship OpenCode's plugin (opencode/loopgate.js)"
 (cd "$home2" && user_env "$home2" loopgate setup) >"$tmp/setup.out" 2>&1 ||
     fail "loopgate setup failed: $(cat "$tmp/setup.out")"
 expect_native_hooks "$home2"

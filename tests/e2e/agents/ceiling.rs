@@ -7,6 +7,8 @@
 //!   next model request ends the run;
 //! - Copilot CLI: the call is let past preToolUse, and its permissionRequest hook refuses it with
 //!   `interrupt: true`, which ends the run;
+//! - OpenCode and Kilo CLI: loopgate's plugin aborts the session from `tool.execute.before` and
+//!   throws; no model request follows, and the run exits 1 (`Error: Aborted`);
 //! - Codex CLI honours no answer that ends a run mid-turn: every later call is refused with "this
 //!   turn is over", and the run ends when the model gives up.
 //!
@@ -62,7 +64,7 @@ enum Channel {
 
 fn channel(cli: Cli) -> Channel {
     match cli {
-        Cli::Gemini | Cli::Qwen | Cli::Copilot => Channel::EndsRun,
+        Cli::Gemini | Cli::Qwen | Cli::Copilot | Cli::OpenCode | Cli::Kilo => Channel::EndsRun,
         Cli::Codex => Channel::Refusals,
     }
 }
@@ -81,9 +83,11 @@ fn storm_with(cli: Cli, copilot_allow: Option<&'static [&'static str]>) {
     }
     s.install(false);
     let run = s.run("Read the settings file.", &storm(cli));
+    // An aborted OpenCode session exits 1 (observed); the other CLIs end theirs as a success.
+    let code = if cli.is_plugin() { 1 } else { 0 };
     assert!(
-        !run.timed_out && run.code() == Some(0),
-        "the run should end by itself with exit 0\n{}",
+        !run.timed_out && run.code() == Some(code),
+        "the run should end by itself with exit {code}\n{}",
         run.summary()
     );
 
@@ -122,7 +126,7 @@ fn storm_with(cli: Cli, copilot_allow: Option<&'static [&'static str]>) {
                 "every call but the last was answered, and no request came after the last\n{}",
                 run.summary()
             );
-            let (end_event, end_decision) = if cli == Cli::Gemini {
+            let (end_event, end_decision) = if cli == Cli::Gemini || cli.is_plugin() {
                 ("PreToolUse", "halt")
             } else if cli == Cli::Copilot {
                 // The call is let past preToolUse, and the permission hook ends the run.
@@ -176,6 +180,10 @@ fn storm_with(cli: Cli, copilot_allow: Option<&'static [&'static str]>) {
         Cli::Copilot => {
             Some("loopgate ended this run: 10 refused calls in this turn were made again")
         }
+        // The plugin prints the ceiling's line for the person before it aborts the session.
+        Cli::OpenCode | Cli::Kilo => {
+            Some("10 refused calls in this turn were made again regardless")
+        }
         _ => None,
     };
     if let Some(told) = told {
@@ -187,25 +195,25 @@ fn storm_with(cli: Cli, copilot_allow: Option<&'static [&'static str]>) {
     }
 }
 
-#[test]
-fn e2e_codex_a_denial_storm_ends_the_turn() {
-    a_denial_storm_ends_the_turn(Cli::Codex);
+macro_rules! per_cli {
+    ($($cli:ident => $test:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                a_denial_storm_ends_the_turn(Cli::$cli);
+            }
+        )+
+    };
 }
 
-#[test]
-fn e2e_gemini_a_denial_storm_ends_the_turn() {
-    a_denial_storm_ends_the_turn(Cli::Gemini);
-}
-
-#[test]
-fn e2e_qwen_a_denial_storm_ends_the_turn() {
-    a_denial_storm_ends_the_turn(Cli::Qwen);
-}
-
-#[test]
-fn e2e_copilot_a_denial_storm_ends_the_turn() {
-    a_denial_storm_ends_the_turn(Cli::Copilot);
-}
+per_cli!(
+    Codex => e2e_codex_a_denial_storm_ends_the_turn,
+    Gemini => e2e_gemini_a_denial_storm_ends_the_turn,
+    Qwen => e2e_qwen_a_denial_storm_ends_the_turn,
+    Copilot => e2e_copilot_a_denial_storm_ends_the_turn,
+    OpenCode => e2e_opencode_a_denial_storm_ends_the_turn,
+    Kilo => e2e_kilo_a_denial_storm_ends_the_turn,
+);
 
 /// Unattended Copilot runs are often started with `--allow-all-tools` alone, which asks no
 /// permission for tools: its permission hook still fires (observed), so the run still ends there.

@@ -1,6 +1,6 @@
-//! The four other agent CLIs, pinned, installed once into `target/e2e-cache/agents/<cli>`, and
-//! the skip policy around them (the same as Claude Code's: missing fails, unless
-//! `LOOPGATE_E2E_SKIP=1` asks for a loud skip).
+//! The other agent CLIs (OpenCode and Kilo CLI through loopgate's plugin), pinned, installed once
+//! into `target/e2e-cache/agents/<cli>`, and the skip policy around them (the same as Claude
+//! Code's: missing fails, unless `LOOPGATE_E2E_SKIP=1` asks for a loud skip).
 
 use super::super::claude_cli::{found_or_skip, install_each, npm_install, repo_root};
 use std::fs::{self, File};
@@ -16,10 +16,19 @@ pub enum Cli {
     Gemini,
     Qwen,
     Copilot,
+    OpenCode,
+    Kilo,
 }
 
 impl Cli {
-    pub const ALL: [Cli; 4] = [Cli::Codex, Cli::Gemini, Cli::Qwen, Cli::Copilot];
+    pub const ALL: [Cli; 6] = [
+        Cli::Codex,
+        Cli::Gemini,
+        Cli::Qwen,
+        Cli::Copilot,
+        Cli::OpenCode,
+        Cli::Kilo,
+    ];
 
     /// The name `--agent` takes, and the npm package's binary.
     pub fn name(self) -> &'static str {
@@ -28,7 +37,14 @@ impl Cli {
             Cli::Gemini => "gemini",
             Cli::Qwen => "qwen",
             Cli::Copilot => "copilot",
+            Cli::OpenCode => "opencode",
+            Cli::Kilo => "kilo",
         }
+    }
+
+    /// OpenCode and Kilo CLI load loopgate's plugin instead of running hook commands.
+    pub fn is_plugin(self) -> bool {
+        matches!(self, Cli::OpenCode | Cli::Kilo)
     }
 
     fn package(self) -> &'static str {
@@ -37,6 +53,8 @@ impl Cli {
             Cli::Gemini => "@google/gemini-cli",
             Cli::Qwen => "@qwen-code/qwen-code",
             Cli::Copilot => "@github/copilot",
+            Cli::OpenCode => "opencode-ai",
+            Cli::Kilo => "@kilocode/cli",
         }
     }
 
@@ -47,6 +65,9 @@ impl Cli {
             Cli::Gemini => "0.61.0",
             Cli::Qwen => "0.24.4",
             Cli::Copilot => "1.0.102",
+            Cli::OpenCode => "1.18.33",
+            // 7.8.1 (the newest on 2026-11-27) has no linux-x64 binary package published.
+            Cli::Kilo => "7.7.7",
         }
     }
 
@@ -55,7 +76,7 @@ impl Cli {
         match self {
             Cli::Codex => "openai-responses",
             Cli::Gemini => "gemini",
-            Cli::Qwen => "openai-chat",
+            Cli::Qwen | Cli::OpenCode | Cli::Kilo => "openai-chat",
             Cli::Copilot => "anthropic",
         }
     }
@@ -74,7 +95,7 @@ impl Cli {
     }
 }
 
-/// The CLI's binary, or `None` when the test should be skipped. The first call installs all four
+/// The CLI's binary, or `None` when the test should be skipped. The first call installs all the
 /// CLIs at once (npm in parallel), so the first test of each CLI does not wait in turn.
 pub fn require(cli: Cli) -> Option<PathBuf> {
     static FOUND: OnceLock<Vec<Result<PathBuf, String>>> = OnceLock::new();
@@ -86,7 +107,7 @@ pub fn require(cli: Cli) -> Option<PathBuf> {
 /// Once per CLI and process, straight to the real stderr (libtest captures `eprintln!` of
 /// passing tests, and a skip nobody sees is how a suite silently stops testing anything).
 fn announce_skip(cli: Cli, why: &str) {
-    static ONCE: [Once; 4] = [Once::new(), Once::new(), Once::new(), Once::new()];
+    static ONCE: [Once; 6] = [const { Once::new() }; 6];
     ONCE[cli.index()].call_once(|| {
         let _ = writeln!(
             std::io::stderr(),
@@ -131,7 +152,8 @@ fn locate_or_install(cli: Cli) -> Result<PathBuf, String> {
     }
 }
 
-/// `--version` prints `codex-cli 0.169.0`, `0.61.0`, `0.24.4`, `GitHub Copilot CLI 1.0.102.`.
+/// `--version` prints `codex-cli 0.169.0`, `0.61.0`, `0.24.4`, `GitHub Copilot CLI 1.0.102.`,
+/// `1.18.33`, `7.7.7`.
 fn reports_version(cli: Cli, bin: &Path) -> bool {
     if !bin.is_file() {
         return false;

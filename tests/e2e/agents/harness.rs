@@ -128,7 +128,14 @@ impl Scenario {
             Cli::Gemini => self.home.join(".gemini").join("settings.json"),
             Cli::Qwen => self.home.join(".qwen").join("settings.json"),
             Cli::Copilot => self.copilot_home().join("hooks").join("loopgate.json"),
+            // Not a hook file: loopgate's plugin, which OpenCode's core loads from here.
+            Cli::OpenCode | Cli::Kilo => self.plugin_config_dir().join("plugins/loopgate.js"),
         }
+    }
+
+    /// OpenCode's (or Kilo's) global config folder under this HOME.
+    fn plugin_config_dir(&self) -> PathBuf {
+        self.home.join(".config").join(self.cli.name())
     }
 
     /// The CLI's own offline configuration, written before loopgate is installed, so that the
@@ -165,6 +172,24 @@ impl Scenario {
                 }),
             ),
             Cli::Copilot => fs::create_dir_all(self.copilot_home()).unwrap(),
+            // The fake model as an OpenAI-compatible provider (`@ai-sdk/openai-compatible` is
+            // bundled in both CLIs: nothing is installed at run time, observed offline); the
+            // port is put in at run time.
+            Cli::OpenCode | Cli::Kilo => write_json(
+                &self.plugin_config_dir().join("opencode.json"),
+                &json!({
+                    "$schema": "https://opencode.ai/config.json",
+                    "autoupdate": false,
+                    "share": "disabled",
+                    "provider": {"mock": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "name": "mock",
+                        "options": {"baseURL": MOCK_BASE_URL, "apiKey": "sk-test"},
+                        "models": {"mock-model": {"name": "mock", "tool_call": true}}
+                    }},
+                    "model": "mock/mock-model"
+                }),
+            ),
         }
     }
 
@@ -291,6 +316,12 @@ impl Scenario {
                 settings["hooks"] = claude_shape(events, timeout);
                 write_json(&self.hook_file(), &settings);
             }
+            Cli::OpenCode | Cli::Kilo => {
+                panic!(
+                    "{} runs no hook commands: loopgate is its plugin",
+                    self.cli.name()
+                )
+            }
             Cli::Copilot => {
                 let mut hooks = serde_json::Map::new();
                 for (event, sub) in [
@@ -396,6 +427,25 @@ impl Scenario {
                 env.push(("OPENAI_MODEL".into(), "mock-model".into()));
                 cmd.args([prompt, "--output-format", "json", "--yolo"]);
             }
+            Cli::OpenCode | Cli::Kilo => {
+                let config = self.plugin_config_dir().join("opencode.json");
+                let text = fs::read_to_string(&config).unwrap();
+                fs::write(&config, text.replace(MOCK_BASE_URL, &format!("{base}/v1"))).unwrap();
+                // No update check, no models.dev fetch (both reach the network, observed), no
+                // telemetry (Kilo waits for PostHog at exit).
+                for (k, v) in [
+                    ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+                    ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+                    ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
+                    ("KILO_DISABLE_AUTOUPDATE", "1"),
+                    ("KILO_DISABLE_MODELS_FETCH", "1"),
+                    ("KILO_DISABLE_LSP_DOWNLOAD", "1"),
+                    ("KILO_TELEMETRY_LEVEL", "off"),
+                ] {
+                    env.push((k.into(), v.into()));
+                }
+                cmd.args(["run", prompt]);
+            }
             Cli::Copilot => {
                 env.extend(
                     [
@@ -460,6 +510,9 @@ impl Scenario {
             .unwrap_or(0)
     }
 }
+
+/// The fake model's address in OpenCode's config until a run puts the real port in.
+const MOCK_BASE_URL: &str = "http://127.0.0.1:9/v1";
 
 /// The binary this `cargo test` built: the code under test, with no second (release) build.
 pub fn loopgate_bin() -> PathBuf {

@@ -141,7 +141,7 @@ fn tool_outputs(cli: Cli, body: &Value) -> Vec<String> {
             })
             .map(|i| text_of(&i["output"]))
             .collect(),
-        Cli::Qwen => items(body, "messages")
+        Cli::Qwen | Cli::OpenCode | Cli::Kilo => items(body, "messages")
             .filter(|m| m["role"] == "tool")
             .map(|m| text_of(&m["content"]))
             .collect(),
@@ -163,7 +163,7 @@ fn user_texts(cli: Cli, body: &Value) -> Vec<String> {
     let key = match cli {
         Cli::Codex => "input",
         Cli::Gemini => "contents",
-        Cli::Qwen | Cli::Copilot => "messages",
+        Cli::Qwen | Cli::Copilot | Cli::OpenCode | Cli::Kilo => "messages",
     };
     items(body, key)
         .filter(|m| m["role"] == "user")

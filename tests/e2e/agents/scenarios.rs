@@ -160,13 +160,9 @@ fn read_only_turn_ends_freely(cli: Cli) {
     );
 }
 
-/// (d) Observe mode: the loop of (a) runs to its end, the model never hears of loopgate, and the
-/// denials it would have made are on record.
-fn observe_mode_is_silent(cli: Cli) {
-    let Some(mut s) = Scenario::new(cli, "observe") else {
-        return;
-    };
-    s.install(true);
+/// The loop of (a), run to its end as if loopgate were not there: every call ran and the model
+/// never heard of loopgate.
+fn untouched_loop(s: &Scenario, cli: Cli) -> Run {
     let run = s.run("Read the settings file.", &failing_loop(cli));
     assert_ended_by_itself(&run);
     assert_eq!(
@@ -176,6 +172,17 @@ fn observe_mode_is_silent(cli: Cli) {
         run.summary()
     );
     assert!(!run.model_heard_from_loopgate(), "{}", run.summary());
+    run
+}
+
+/// (d) Observe mode: the loop of (a) runs to its end, the model never hears of loopgate, and the
+/// denials it would have made are on record.
+fn observe_mode_is_silent(cli: Cli) {
+    let Some(mut s) = Scenario::new(cli, "observe") else {
+        return;
+    };
+    s.install(true);
+    let run = untouched_loop(&s, cli);
     assert_eq!(
         run.main_requests().len(),
         5,
@@ -243,6 +250,31 @@ fn stop_block_is_bounded(cli: Cli) {
     );
 }
 
+/// (f) OpenCode and Kilo: loopgate's plugin fails open. With the binary it runs gone, the loop of
+/// (a) runs to its end as if loopgate were not there, and the person is told why once per call
+/// on stderr; nothing is thrown at the model.
+fn plugin_fails_open(cli: Cli) {
+    let Some(mut s) = Scenario::new(cli, "fail-open") else {
+        return;
+    };
+    s.install(false);
+    let plugin = s.hook_file();
+    let text = std::fs::read_to_string(&plugin).unwrap();
+    let bin = super::harness::loopgate_bin().display().to_string();
+    assert!(
+        text.contains(&bin),
+        "the plugin names the binary setup was given"
+    );
+    let gone = s.scratch.join("gone").join("loopgate");
+    std::fs::write(&plugin, text.replace(&bin, &gone.display().to_string())).unwrap();
+    let run = untouched_loop(&s, cli);
+    assert!(
+        run.stderr.contains("loopgate: cannot run") && run.stderr.contains("the call goes ahead"),
+        "the person is told why loopgate did nothing\n{}",
+        run.summary()
+    );
+}
+
 macro_rules! per_cli {
     ($scenario:ident: $($cli:ident => $test:ident),+ $(,)?) => {
         $(
@@ -259,6 +291,8 @@ per_cli!(repeated_failure_denied:
     Gemini => e2e_gemini_repeated_failing_command_is_denied,
     Qwen => e2e_qwen_repeated_failing_command_is_denied,
     Copilot => e2e_copilot_repeated_failing_command_is_denied,
+    OpenCode => e2e_opencode_repeated_failing_command_is_denied,
+    Kilo => e2e_kilo_repeated_failing_command_is_denied,
 );
 
 per_cli!(same_content_write_loop_stopped:
@@ -266,6 +300,7 @@ per_cli!(same_content_write_loop_stopped:
     Gemini => e2e_gemini_same_content_write_loop_is_stopped,
     Qwen => e2e_qwen_same_content_write_loop_is_stopped,
     Copilot => e2e_copilot_same_content_write_loop_is_stopped,
+    OpenCode => e2e_opencode_same_content_write_loop_is_stopped,
 );
 
 per_cli!(read_only_turn_ends_freely:
@@ -273,6 +308,8 @@ per_cli!(read_only_turn_ends_freely:
     Gemini => e2e_gemini_read_only_turn_ends_freely,
     Qwen => e2e_qwen_read_only_turn_ends_freely,
     Copilot => e2e_copilot_read_only_turn_ends_freely,
+    OpenCode => e2e_opencode_read_only_turn_ends_freely,
+    Kilo => e2e_kilo_read_only_turn_ends_freely,
 );
 
 per_cli!(observe_mode_is_silent:
@@ -280,9 +317,14 @@ per_cli!(observe_mode_is_silent:
     Gemini => e2e_gemini_observe_mode_is_silent,
     Qwen => e2e_qwen_observe_mode_is_silent,
     Copilot => e2e_copilot_observe_mode_is_silent,
+    OpenCode => e2e_opencode_observe_mode_is_silent,
 );
 
 per_cli!(stop_block_is_bounded:
     Codex => e2e_codex_stop_block_is_bounded,
     Gemini => e2e_gemini_stop_block_is_bounded,
+);
+
+per_cli!(plugin_fails_open:
+    OpenCode => e2e_opencode_plugin_fails_open,
 );

@@ -20,7 +20,9 @@ pub fn shell(cli: Cli, command: &str) -> Value {
             let command = format!("{command}; s=$?; sleep 0.3; exit $s");
             json!({"name": "run_shell_command", "args": {"command": command, "description": "run"}})
         }
-        Cli::Copilot => json!({"name": "bash", "args": {"command": command, "description": "run"}}),
+        Cli::Copilot | Cli::OpenCode | Cli::Kilo => {
+            json!({"name": "bash", "args": {"command": command, "description": "run"}})
+        }
     }
 }
 
@@ -38,6 +40,9 @@ pub fn write(cli: Cli, rel: &str, content: &str) -> Value {
             json!({"name": "write_file", "args": {"file_path": abs, "content": content}})
         }
         Cli::Copilot => json!({"name": "create", "args": {"path": abs, "file_text": content}}),
+        Cli::OpenCode | Cli::Kilo => {
+            json!({"name": "write", "args": {"filePath": abs, "content": content}})
+        }
     }
 }
 
@@ -48,6 +53,7 @@ pub fn read(cli: Cli, rel: &str) -> Value {
         Cli::Codex => shell(cli, &format!("cat {rel}")),
         Cli::Gemini | Cli::Qwen => json!({"name": "read_file", "args": {"file_path": abs}}),
         Cli::Copilot => json!({"name": "view", "args": {"path": abs}}),
+        Cli::OpenCode | Cli::Kilo => json!({"name": "read", "args": {"filePath": abs}}),
     }
 }
 
