@@ -104,6 +104,15 @@ pub fn inspect(agent: Agent, files: &[(PathBuf, Value)], codex_config: Option<&P
     if !missing.is_empty() {
         problems.insert(0, format!("not wired: {}", missing.join(", ")));
     }
+    // Handlers edited in place (a matcher, a shorter timeout, `--config`, a redirection, a key
+    // setup never writes), judged against what setup writes for the program they run.
+    if let Some(prefix) = expected_prefix(agent, &out.found) {
+        for (file, settings) in files {
+            for d in setup::handler_drift(settings, &prefix, &format) {
+                problems.push(format!("{d} in {}", file.display()));
+            }
+        }
+    }
     problems.append(&mut out.problems);
     out.problems = problems;
     if let (Agent::Codex, Some(config)) = (agent, codex_config) {
@@ -119,6 +128,17 @@ pub fn inspect(agent: Agent, files: &[(PathBuf, Value)], codex_config: Option<&P
         out.problems.extend(codex_features_off(config));
     }
     out
+}
+
+/// The command prefix setup writes for the program loopgate's first handler runs (observing if
+/// it observes): what every handler should run. `None` for a plugin or with no handler.
+fn expected_prefix(agent: Agent, found: &[(String, String)]) -> Option<String> {
+    if agent.is_plugin() {
+        return None;
+    }
+    let (_, first) = found.first()?;
+    let program = setup::command_program(first)?;
+    setup::agents::command_prefix(Path::new(&program), setup::command_observes(first), agent).ok()
 }
 
 /// A hook file's own switches that stop its hooks, or all hooks, from running, and `env` it

@@ -310,3 +310,80 @@ fn wired_from_a_file_not_read_here_only_switches_and_env_are_judged() {
         reported_once(&env, &cli, "LOOPGATE_STATE_DIR", "unknown source");
     }
 }
+
+/// Issue 30 part 1 on the other CLIs: loopgate's handler edited in place in the user's file (a
+/// matcher that filters, a 1 ms timeout, `--config` added, output thrown away) is told at the
+/// session's first call, naming the change; `set_up`'s own wiring says nothing (the first test).
+#[test]
+fn a_handler_edited_in_place_is_reported_once() {
+    type Edit = fn(&mut Value, &str);
+    let edits: [(&str, Edit, &str); 4] = [
+        (
+            "matcher",
+            |h, _| h["matcher"] = json!("NoSuchTool"),
+            "matcher \"NoSuchTool\"",
+        ),
+        (
+            "timeout",
+            |h, cli| {
+                let (key, target) = handler(h, cli);
+                let key = if key == "bash" {
+                    "timeoutSec"
+                } else {
+                    "timeout"
+                };
+                target[key] = json!(0);
+            },
+            "timeout",
+        ),
+        (
+            "--config",
+            |h, cli| {
+                let (key, target) = handler(h, cli);
+                let cmd = target[key]
+                    .as_str()
+                    .unwrap()
+                    .replace(" pre-tool-use", " --config /tmp/lenient.toml pre-tool-use");
+                target[key] = json!(cmd);
+            },
+            "--config",
+        ),
+        (
+            "/dev/null",
+            |h, cli| {
+                let (key, target) = handler(h, cli);
+                let cmd = format!("{} >/dev/null", target[key].as_str().unwrap());
+                target[key] = json!(cmd);
+            },
+            "/dev/null",
+        ),
+    ];
+    for cli in clis() {
+        let pre = match cli.name {
+            "gemini" => "BeforeTool",
+            "copilot" => "preToolUse",
+            _ => "PreToolUse",
+        };
+        for (what, edit, expect) in edits {
+            // Copilot's handlers have no matcher group to filter with.
+            if cli.name == "copilot" && what == "matcher" {
+                continue;
+            }
+            let env = set_up(&cli);
+            let path = home(&env).join(cli.file);
+            let mut v = read_json(&path);
+            edit(&mut v["hooks"][pre][0], cli.name);
+            write_json(&path, &v);
+            reported_once(&env, &cli, expect, what);
+        }
+    }
+}
+
+/// Loopgate's handler in `group` and the key of its command (Copilot's flat handler is the group).
+fn handler<'a>(group: &'a mut Value, cli: &str) -> (&'static str, &'a mut Value) {
+    if cli == "copilot" {
+        ("bash", group)
+    } else {
+        ("command", &mut group["hooks"][0])
+    }
+}
