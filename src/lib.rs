@@ -41,6 +41,7 @@ pub mod tighten;
 pub mod usage;
 pub mod verdict;
 pub mod wait;
+pub mod wildcard;
 pub mod wiring;
 pub mod wiring_check;
 pub mod words;

@@ -1101,3 +1101,44 @@ fn symlinked_event_log_lock_and_state_write_nothing_outside() {
         std::fs::remove_file(&link).unwrap();
     }
 }
+
+/// A FIFO or a link to `/dev/zero` in place of a project's outer-loop record: each new session's
+/// first prompt answered at once (it hung 10 s on the FIFO, read 2 GB from the device), and the
+/// next record written replaces the bad file.
+#[cfg(unix)]
+#[test]
+fn an_outer_loop_record_of_another_kind_costs_nothing() {
+    for bad in ["fifo", "zero"] {
+        let mut env = Env::new();
+        env.new_prompt("p1");
+        env.stop(false);
+        let records: Vec<PathBuf> = std::fs::read_dir(&env.state)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "project"))
+            .collect();
+        assert_eq!(records.len(), 1, "{bad}: one record per project");
+        let record = &records[0];
+        std::fs::remove_file(record).unwrap();
+        if bad == "fifo" {
+            let ok = Command::new("mkfifo").arg(record).status().unwrap();
+            assert!(ok.success());
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", record).unwrap();
+        }
+        env.session = format!("second-{bad}");
+        let t = Instant::now();
+        let out = env.new_prompt("p2");
+        assert_eq!(out.code, 0, "{bad}: {}", out.stderr);
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "{bad}: {:?}",
+            t.elapsed()
+        );
+        env.stop(false);
+        assert!(
+            std::fs::symlink_metadata(record).unwrap().is_file(),
+            "{bad}: the record is a regular file again"
+        );
+    }
+}

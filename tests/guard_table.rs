@@ -681,3 +681,37 @@ fn a_protected_path_behind_links_is_protected_where_it_lands() {
         assert_eq!(hit, refused, "{command}: {reason}");
     }
 }
+
+/// A glob word of many stars and repeated letters is matched against the protected paths in
+/// time linear in the path (the backtracking matcher took 15 s on one such word, past the CLI's
+/// hook timeout, and the call ran unjudged); a word over loopgate's state is still refused, a
+/// run of stars included, and the same shape over project files is allowed.
+#[test]
+fn glob_words_are_judged_within_the_budget() {
+    let mut env = Env::new();
+    let stars = "*a".repeat(3000);
+    let state = env.state.display().to_string();
+    let refused = [
+        format!("rm -rf {state}/***"),
+        format!("rm -rf {state}/{}*", "*".repeat(500)),
+        // Repeated letters that do match `sessions`.
+        format!("rm -rf {state}/{}", "*s".repeat(3) + "*"),
+    ];
+    for (n, command) in refused.iter().enumerate() {
+        let started = std::time::Instant::now();
+        let (hit, reason) = judge(&mut env, 3200 + n, "Bash", &json!({ "command": command }));
+        assert!(hit, "{:?}…: not refused", &command[..40]);
+        assert!(!reason.is_empty());
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    }
+    let allowed = [
+        format!("rm -f ./{stars}b"),
+        format!("ls build/{stars}/x{stars}"),
+    ];
+    for (n, command) in allowed.iter().enumerate() {
+        let started = std::time::Instant::now();
+        let (hit, reason) = judge(&mut env, 3300 + n, "Bash", &json!({ "command": command }));
+        assert!(!hit, "{reason}");
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    }
+}

@@ -1206,7 +1206,7 @@ impl<'e> Bash<'e> {
                 // With a name filter, only when the filter can match the protected path.
                 let matches = names.is_empty()
                     || names.iter().any(|n| {
-                        let pat = glob::Pattern::new(n);
+                        let pat = crate::wildcard::Pattern::new(n);
                         p.ancestors()
                             .chain([p.as_path()])
                             .filter_map(Path::file_name)

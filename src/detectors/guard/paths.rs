@@ -390,18 +390,17 @@ impl Env {
     /// For a word with glob characters: the protected paths (and, for removals, the directories
     /// holding them) it can match. Dot files match only a literal dot, as in the shell.
     pub fn glob_hits(&self, pattern: &Path, op: Op) -> Option<(Kind, PathBuf)> {
-        let pat = glob::Pattern::new(&pattern.to_string_lossy()).ok()?;
-        let opts = glob::MatchOptions {
-            case_sensitive: true,
-            require_literal_separator: true,
-            require_literal_leading_dot: true,
-        };
+        let pat = crate::wildcard::Pattern::new(&pattern.to_string_lossy()).ok()?;
+        let opts = crate::wildcard::Options::PATH;
         for (p, kind) in self.protected() {
             let mut candidates: Vec<&Path> = vec![p.as_path()];
             if op == Op::Remove {
                 candidates.extend(p.ancestors().skip(1));
             }
-            if candidates.iter().any(|c| pat.matches_path_with(c, opts)) {
+            if candidates
+                .iter()
+                .any(|c| pat.matches_with(&c.to_string_lossy(), opts))
+            {
                 return Some((*kind, p.clone()));
             }
         }
@@ -409,12 +408,14 @@ impl Env {
         let name = pattern.file_name()?.to_string_lossy().into_owned();
         let names = ["loopgate.toml", "settings.json", "settings.local.json"];
         let parent_is_claude = pattern.parent().and_then(Path::file_name).is_some_and(|n| {
-            glob::Pattern::new(&n.to_string_lossy()).is_ok_and(|g| g.matches_with(".claude", opts))
+            crate::wildcard::Pattern::new(&n.to_string_lossy())
+                .is_ok_and(|g| g.matches_with(".claude", opts))
         });
         names
             .iter()
             .any(|n| {
-                parent_is_claude && glob::Pattern::new(&name).is_ok_and(|g| g.matches_with(n, opts))
+                parent_is_claude
+                    && crate::wildcard::Pattern::new(&name).is_ok_and(|g| g.matches_with(n, opts))
             })
             .then(|| (Kind::Config, pattern.to_path_buf()))
     }
