@@ -392,7 +392,16 @@ impl Env {
     pub fn glob_hits(&self, pattern: &Path, op: Op) -> Option<(Kind, PathBuf)> {
         let pat = crate::wildcard::Pattern::new(&pattern.to_string_lossy()).ok()?;
         let opts = crate::wildcard::Options::PATH;
+        // The directories the word names before its first wildcard: a word inside a protected
+        // directory (`rm -rf {state}/*`) reaches what is in it, whether or not it exists now.
+        let literal: PathBuf = pattern
+            .components()
+            .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[']))
+            .collect();
         for (p, kind) in self.protected() {
+            if literal.parent().is_some() && literal.starts_with(p) {
+                return Some((*kind, p.clone()));
+            }
             let mut candidates: Vec<&Path> = vec![p.as_path()];
             if op == Op::Remove {
                 candidates.extend(p.ancestors().skip(1));
