@@ -1142,3 +1142,51 @@ fn an_outer_loop_record_of_another_kind_costs_nothing() {
         );
     }
 }
+
+/// The lock held for good and the journal full (it took every call until then): the loop
+/// made under the held lock is still counted and refused, not let through uncounted; and once
+/// the lock is free the journal is merged and counting goes on.
+#[test]
+fn a_held_lock_and_a_full_journal_still_count_the_loop() {
+    let env = Env::new().config("lock_timeout_ms = 100\n");
+    seed(&env, 2);
+    let holder = LockHolder::hold(files_with_ext(&env, "lock").pop().unwrap());
+    env.bash("echo first-journaled", Ok("ok"));
+    let journal = files_with_ext(&env, "journal").pop().expect("a journal");
+    // What a long hold leaves: the journal at its size limit (lines that are no record are
+    // skipped when read).
+    let filler = "#".repeat(1023) + "\n";
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&journal)
+        .unwrap();
+    let have = f.metadata().unwrap().len() as usize;
+    f.write_all(filler.repeat(((1 << 20) - have) / 1024).as_bytes())
+        .unwrap();
+    drop(f);
+    let input = json!({"command": "cargo build --offline"});
+    let err = "error: no matching package named `serde` found";
+    let mut denied = false;
+    for k in 0..4 {
+        let id = format!("held-{k}");
+        let out = env.pre("Bash", input.clone(), &id);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        if out.denied() {
+            denied = true;
+            break;
+        }
+        env.fail("Bash", input.clone(), &id, err);
+    }
+    assert!(
+        denied,
+        "the loop under a held lock and a full journal was not counted"
+    );
+    assert!(std::fs::metadata(&journal).unwrap().len() <= 1 << 20);
+    holder.release();
+    let after = env.pre("Bash", input.clone(), "after-release");
+    assert!(
+        after.denied(),
+        "counting lost when the lock came free: {}",
+        after.stdout
+    );
+}

@@ -32,6 +32,8 @@ const DISABLING_BASH: &[&str] = &[
     "\"$(command -v loopgate)\" setup --uninstall",
     "loopgate  reset  --all",
     "{exe} reset --session abc",
+    // A forged hook call: PermissionRequest counts toward the Copilot CLI's ceiling.
+    "echo '{\"hook_event_name\":\"PermissionRequest\"}' | loopgate permission-request",
     "cp {exe} /tmp/lg && /tmp/lg reset --all",
     "/tmp/lg --observe setup",
     "LG=loopgate; $LG reset --all",
@@ -97,6 +99,8 @@ const DISABLING_BASH: &[&str] = &[
     "rm \"$(which loopgate)\"",
     "install -m 755 /tmp/x ~/.cargo/bin/loopgate",
     "chmod -x {exe}",
+    // A debugger in write mode patches the binary it loads.
+    "gdb --write -batch -ex quit {exe}",
     // Claude Code's settings
     "echo '{\"disableAllHooks\":true}' > ~/.claude/settings.json",
     "jq '.disableAllHooks=true' ~/.claude/settings.json > /tmp/s && mv /tmp/s ~/.claude/settings.json",
@@ -260,6 +264,15 @@ fn disabling_tools() -> Vec<(&'static str, Value)> {
 
 const HARMLESS_BASH: &[&str] = &[
     "cat .claude/loopgate.toml",
+    // Inspecting the installed binary reads it (issue 30's harmless calls).
+    "ldd {exe}",
+    "objdump -d {exe} | head -50",
+    "readelf -h {exe}",
+    "nm -D {exe} | wc -l",
+    "gdb -batch -ex 'info functions main' {exe}",
+    // loopgate's own repository: its example config and a test fixture of the same name.
+    "cp .claude/loopgate.toml examples/loopgate.toml",
+    "echo 'mode = \"observe\"' > tests/fixtures/loopgate.toml",
     // A loop's variable is one of its words, never unset (a real Gemini CLI session).
     "for f in media/demo/*.gif; do ffmpeg -y -i \"$f\" \"${f%.gif}-temp.gif\"; mv \"${f%.gif}-temp.gif\" \"$f\"; done",
     "grep LOOPGATE_MODE src/",
@@ -387,6 +400,14 @@ const DEVELOPER_WORK: &[&str] = &[
 fn harmless_tools() -> Vec<(&'static str, Value)> {
     vec![
         ("Read", json!({"file_path": "{proj}/.claude/loopgate.toml"})),
+        (
+            "Edit",
+            json!({"file_path": "{proj}/examples/loopgate.toml", "old_string": "enforce", "new_string": "observe"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "{proj}/tests/fixtures/loopgate.toml", "content": "mode = \"observe\"\n"}),
+        ),
         (
             "Write",
             json!({"file_path": "{proj}/src/main.rs", "content": "fn main() {}\n"}),

@@ -38,6 +38,7 @@ const MUTATING: &[&str] = &[
     "stop",
     "subagent-stop",
     "user-prompt-submit",
+    "permission-request",
 ];
 
 /// Programs that read their arguments and write only to stdout (redirections are judged apart).
@@ -73,6 +74,13 @@ const READERS: &[&str] = &[
     "hexdump",
     "strings",
     "sha256sum",
+    // Binary inspectors: they read the file they are given (the installed binary included).
+    "ldd",
+    "objdump",
+    "readelf",
+    "nm",
+    "size",
+    "otool",
     "sha1sum",
     "sha512sum",
     "md5sum",
@@ -1130,6 +1138,8 @@ impl<'e> Bash<'e> {
             "find" => self.find(args, &how, depth),
             "git" => self.git(args, &how, text),
             p if READERS.contains(&p) => None,
+            // Debuggers read the program they load; only their write mode patches it.
+            "gdb" | "lldb" if !args.iter().any(|a| a.contains("write")) => None,
             _ => {
                 // A program we do not know that names a protected path: it may well write it.
                 operands.iter().find_map(|w| {

@@ -439,7 +439,7 @@ const AGENT_FILES: &[&str] = &[
     ".copilot/hooks",
 ];
 
-/// Paths protected wherever they are: any `loopgate.toml`, any `.claude/settings*.json`, the
+/// Paths protected wherever they are: any `.claude/loopgate.toml`, any `.claude/settings*.json`, the
 /// managed-settings files, and every agent CLI's hook files in a project (`.codex/hooks.json`,
 /// `.gemini/settings.json`, `.qwen/settings.json`, `.github/hooks/*.json`).
 pub(super) fn name_rule(path: &Path) -> Option<Kind> {
@@ -449,7 +449,14 @@ pub(super) fn name_rule(path: &Path) -> Option<Kind> {
         .and_then(Path::file_name)
         .and_then(|n| n.to_str())
         .unwrap_or("");
-    if name == "loopgate.toml" || (parent == "loopgate" && name == "config.toml") {
+    // loopgate reads a project's `.claude/loopgate.toml`, no other: `examples/loopgate.toml` or
+    // a test fixture of that name is the project's own file (a `--config` path is judged with
+    // the wiring). A directory the guard could not name (an unset variable) may be `.claude`.
+    let unknown_dir = parent.is_empty()
+        || parent.contains(['$', '`', '*', '?', '[', '{'])
+        || parent.contains("__lg_sub_");
+    let project_config = name == "loopgate.toml" && (parent == ".claude" || unknown_dir);
+    if project_config || (parent == "loopgate" && name == "config.toml") {
         return Some(Kind::Config);
     }
     let agent_file = match parent {
