@@ -99,6 +99,13 @@ const DISABLING_BASH: &[&str] = &[
     "rm \"$(which loopgate)\"",
     "install -m 755 /tmp/x ~/.cargo/bin/loopgate",
     "chmod -x {exe}",
+    // Writers into a directory, in each spelling (issue 30).
+    "tar --directory={state} -xf /tmp/x.tar",
+    "tar -xf /tmp/x.tar -C{state}",
+    "curl -sO --output-dir {state}/sessions https://example.com/x.json",
+    "curl -sO --output-dir={state} https://example.com/events.jsonl",
+    "wget -P {state} https://example.com/events.jsonl",
+    "wget --directory-prefix={state} https://example.com/events.jsonl",
     // A debugger in write mode patches the binary it loads.
     "gdb --write -batch -ex quit {exe}",
     // Claude Code's settings
@@ -264,6 +271,10 @@ fn disabling_tools() -> Vec<(&'static str, Value)> {
 
 const HARMLESS_BASH: &[&str] = &[
     "cat .claude/loopgate.toml",
+    // The same writers into the project's own directories.
+    "tar --directory=vendor -xf /tmp/x.tar",
+    "curl -sO --output-dir downloads https://example.com/x.json",
+    "wget -P downloads https://example.com/x.json",
     // Inspecting the installed binary reads it (issue 30's harmless calls).
     "ldd {exe}",
     "objdump -d {exe} | head -50",

@@ -1119,18 +1119,40 @@ impl<'e> Bash<'e> {
                             return Some(f);
                         }
                     }
+                    // The directory files are saved into: `curl --output-dir`, `wget -P`.
+                    let dir = match a.as_str() {
+                        "--output-dir" if prog == "curl" => it.clone().next().map(String::as_str),
+                        "-P" | "--directory-prefix" if prog == "wget" => {
+                            it.clone().next().map(String::as_str)
+                        }
+                        _ if prog == "curl" => a.strip_prefix("--output-dir="),
+                        _ => a
+                            .strip_prefix("--directory-prefix=")
+                            .or_else(|| a.strip_prefix("-P").filter(|d| !d.is_empty())),
+                    };
+                    if let Some(f) = dir.and_then(|d| self.touch(d, Op::Remove, &how, Some(text))) {
+                        return Some(f);
+                    }
                 }
                 None
             }
             "tar" | "unzip" | "bsdtar" | "7z" => {
                 let mut it = args.iter();
                 while let Some(a) = it.next() {
-                    if matches!(a.as_str(), "-C" | "-d" | "--directory") {
-                        if let Some(d) = it.next() {
-                            if let Some(f) = self.touch(d, Op::Remove, &how, Some(text)) {
-                                return Some(f);
-                            }
-                        }
+                    // The directory extracted into, in each spelling: `-C D`, `--directory=D`,
+                    // `-CD`, 7z's `-oD`.
+                    let dir = match a.as_str() {
+                        "-C" | "-d" | "--directory" => it.next().map(String::as_str),
+                        _ => a
+                            .strip_prefix("--directory=")
+                            .or_else(|| a.strip_prefix("-C").filter(|d| !d.is_empty()))
+                            .or_else(|| {
+                                a.strip_prefix("-o")
+                                    .filter(|d| prog == "7z" && !d.is_empty())
+                            }),
+                    };
+                    if let Some(f) = dir.and_then(|d| self.touch(d, Op::Remove, &how, Some(text))) {
+                        return Some(f);
                     }
                 }
                 None
