@@ -99,6 +99,9 @@ const DISABLING_BASH: &[&str] = &[
     "rm \"$(which loopgate)\"",
     "install -m 755 /tmp/x ~/.cargo/bin/loopgate",
     "chmod -x {exe}",
+    // Their twins that write the settings.
+    "python3 -c \"import json,sys; json.dump({}, sys.stdout); json.dump({}, open('.claude/settings.json', 'x'))\"",
+    "python3 -c \"import json,sys; json.dump({}, open('.claude/settings.json', 'r+'))\"",
     // Writers into a directory, in each spelling (issue 30).
     "tar --directory={state} -xf /tmp/x.tar",
     "tar -xf /tmp/x.tar -C{state}",
@@ -271,6 +274,9 @@ fn disabling_tools() -> Vec<(&'static str, Value)> {
 
 const HARMLESS_BASH: &[&str] = &[
     "cat .claude/loopgate.toml",
+    // Inline programs that only read Claude Code's settings and print them.
+    "python3 -c \"import json,sys; json.dump(json.load(open('.claude/settings.json')), sys.stdout, indent=2)\"",
+    "python3 -c \"import json,sys; sys.stdout.write(open('.claude/settings.json').read())\"",
     // The same writers into the project's own directories.
     "tar --directory=vendor -xf /tmp/x.tar",
     "curl -sO --output-dir downloads https://example.com/x.json",

@@ -1454,7 +1454,20 @@ fn writes_in(family: &str, code: &str) -> bool {
                 s.starts_with("print") && s.contains('>')
             });
     }
-    WRITE_MARKERS.iter().any(|m| code.contains(m))
+    // A dump to the standard streams prints (`json.dump(d, sys.stdout, indent=2)`): those
+    // streams taken out, a `dump(` left over still writes somewhere else.
+    let shown = code
+        .replace("sys.stdout.write", "")
+        .replace("sys.stderr.write", "");
+    let to_streams = shown.matches("sys.stdout").count() + shown.matches("sys.stderr").count();
+    let dumps = shown.matches("dump(").count();
+    WRITE_MARKERS.iter().any(|m| {
+        if *m == "dump(" {
+            dumps > to_streams
+        } else {
+            shown.contains(m)
+        }
+    })
 }
 
 /// The size of a string the hook input clipped (`…[loopgate: N bytes, sha256 …]` at its end).
