@@ -753,3 +753,35 @@ fn glob_words_are_judged_within_the_budget() {
         assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
     }
 }
+
+/// A clean-up of old files (`find . -mtime +30 -delete`) in a project whose
+/// `.claude/loopgate.toml` was edited this month does not reach it and is allowed; once the
+/// config is older than the test, or the test is turned round or put under `-o`, it would delete
+/// the config and is refused.
+#[test]
+fn find_by_age_is_judged_by_the_config_age() {
+    let mut env = Env::new().project_config("[detectors]\n");
+    let config = env.project.join(".claude/loopgate.toml");
+    let cleanup = json!({"command": "find . -mtime +30 -delete"});
+    let (hit, reason) = judge(&mut env, 3400, "Bash", &cleanup);
+    assert!(!hit, "{reason}");
+    for (n, c) in [
+        "find . -mtime -30 -delete",
+        "find . \\( -mtime +30 -o -name '*.toml' \\) -delete",
+        "find . -mmin +1 -delete -o -true",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (hit, reason) = judge(&mut env, 3401 + n, "Bash", &json!({ "command": c }));
+        assert!(hit, "{c}: {reason}");
+    }
+    let old = std::process::Command::new("touch")
+        .args(["-d", "60 days ago"])
+        .arg(&config)
+        .status()
+        .unwrap();
+    assert!(old.success());
+    let (hit, reason) = judge(&mut env, 3410, "Bash", &cleanup);
+    assert!(hit && reason.contains("loopgate"), "{reason}");
+}

@@ -1248,7 +1248,7 @@ impl<'e> Bash<'e> {
                                     || name.contains(n.as_str())
                             })
                     });
-                if !matches {
+                if !matches || too_new_for(args, &p) {
                     continue;
                 }
                 let deletion =
@@ -1441,6 +1441,46 @@ fn find_commands(args: &[String]) -> Vec<Vec<String>> {
         }
     }
     out
+}
+
+/// Whether `find`'s age test leaves the protected file `p` out, as it is now: `find . -mtime +30
+/// -delete` (a clean-up of old files) does not reach a config edited this month, nor one that
+/// does not exist (made by the same command, it would be new). Only for a regular file (a
+/// directory's own time says nothing of the files in it) and only when the age test is not
+/// under `-o` or `!`, where it no longer narrows the match.
+fn too_new_for(args: &[String], p: &Path) -> bool {
+    if args
+        .iter()
+        .any(|a| matches!(a.as_str(), "-o" | "-or" | "!" | "-not" | ","))
+    {
+        return false;
+    }
+    // `+N`: more than N whole units old; find leaves younger files alone.
+    let older_than: Vec<u64> = args
+        .windows(2)
+        .filter_map(|w| {
+            let unit = match w[0].as_str() {
+                "-mtime" => 86_400,
+                "-mmin" => 60,
+                _ => return None,
+            };
+            let n = w[1].strip_prefix('+')?.parse::<u64>().ok()?;
+            Some(n.saturating_add(1).saturating_mul(unit))
+        })
+        .collect();
+    let Some(&min_age) = older_than.iter().max() else {
+        return false;
+    };
+    match std::fs::metadata(p) {
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        Ok(meta) if meta.is_file() => meta.modified().ok().is_some_and(|m| {
+            let age = std::time::SystemTime::now()
+                .duration_since(m)
+                .unwrap_or_default();
+            age.as_secs() < min_age
+        }),
+        Ok(_) => false,
+    }
 }
 
 /// Whether an inline program has a sign of writing, moving or deleting something. awk compares
