@@ -109,6 +109,13 @@ const DISABLING_BASH: &[&str] = &[
     "curl -sO --output-dir={state} https://example.com/events.jsonl",
     "wget -P {state} https://example.com/events.jsonl",
     "wget --directory-prefix={state} https://example.com/events.jsonl",
+    // find's -path over the whole printed path, CDPATH, sqlite3's shell escapes.
+    "find {state}/.. -path '*/sessions/*' -delete",
+    "find {state}/.. -path '*/state' -exec rm -rf {} +",
+    "CDPATH={state}/.. cd state && rm -rf sessions",
+    "export CDPATH={state}/..; cd state; rm -f events.jsonl",
+    "sqlite3 x.db '.shell rm -rf {state}'",
+    "sqlite3 x.db 'select 1;' '.system rm -rf {state}/sessions'",
     // A debugger in write mode patches the binary it loads.
     "gdb --write -batch -ex quit {exe}",
     // Claude Code's settings
@@ -277,6 +284,11 @@ const HARMLESS_BASH: &[&str] = &[
     // Inline programs that only read Claude Code's settings and print them.
     "python3 -c \"import json,sys; json.dump(json.load(open('.claude/settings.json')), sys.stdout, indent=2)\"",
     "python3 -c \"import json,sys; sys.stdout.write(open('.claude/settings.json').read())\"",
+    // The same escapes over the project's own files.
+    "find . -path './build/*' -delete",
+    "find . -path '*/node_modules/*' -delete",
+    "CDPATH=.. cd project && rm -rf build",
+    "sqlite3 app.db '.shell ls' 'select count(*) from t'",
     // The same writers into the project's own directories.
     "tar --directory=vendor -xf /tmp/x.tar",
     "curl -sO --output-dir downloads https://example.com/x.json",

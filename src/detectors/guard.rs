@@ -594,6 +594,22 @@ impl<'e> Bash<'e> {
         found
     }
 
+    /// Where `cd d` lands: a relative name not starting with `.` is looked up in `CDPATH`'s
+    /// directories first, as the shell does (`CDPATH=~/.local/state cd loopgate`).
+    fn cd_target(&self, d: &str) -> PathBuf {
+        let plain = self.path(d);
+        let relative = !d.starts_with(['/', '.', '~']);
+        if let Some(cdpath) = self.vars.get("CDPATH").filter(|_| relative) {
+            for entry in cdpath.split(':').filter(|e| !e.is_empty()) {
+                let candidate = self.path(entry).join(self.expand(d));
+                if candidate.is_dir() {
+                    return candidate;
+                }
+            }
+        }
+        plain
+    }
+
     fn expand(&self, word: &str) -> String {
         if self.budget.over.get().is_some() {
             return String::new();
@@ -780,7 +796,7 @@ impl<'e> Bash<'e> {
         if matches!(prog.as_str(), "cd" | "pushd") {
             let to = args.iter().find(|a| !a.starts_with('-')).cloned();
             self.cwd = match to {
-                Some(d) => self.path(&d),
+                Some(d) => self.cd_target(&d),
                 None => self.env.home.clone().unwrap_or_else(|| self.cwd.clone()),
             };
             return None;
@@ -1158,6 +1174,20 @@ impl<'e> Bash<'e> {
                 None
             }
             "find" => self.find(args, &how, depth),
+            // The shell's dot-commands: `sqlite3 x.db '.shell rm -rf …'`, `.system …`.
+            "sqlite3" | "duckdb" => {
+                let lines: Vec<String> = args
+                    .iter()
+                    .flat_map(|a| a.lines())
+                    .filter_map(|l| {
+                        let l = l.trim_start();
+                        l.strip_prefix(".shell ")
+                            .or_else(|| l.strip_prefix(".system "))
+                            .map(str::to_string)
+                    })
+                    .collect();
+                lines.iter().find_map(|l| self.script(l, depth + 1))
+            }
             "git" => self.git(args, &how, text),
             p if READERS.contains(&p) => None,
             // Debuggers read the program they load; only their write mode patches it.
@@ -1224,6 +1254,12 @@ impl<'e> Bash<'e> {
             })
             .map(|w| &w[1])
             .collect();
+        // `-path` patterns are matched against the whole path find prints (`*` crosses `/`).
+        let whole: Vec<crate::wildcard::Pattern> = args
+            .windows(2)
+            .filter(|w| matches!(w[0].as_str(), "-path" | "-ipath" | "-wholename"))
+            .filter_map(|w| crate::wildcard::Pattern::new(&w[1]).ok())
+            .collect();
         let default_root = String::from(".");
         let roots = if roots.is_empty() {
             vec![&default_root]
@@ -1236,7 +1272,18 @@ impl<'e> Bash<'e> {
             // only one of them.
             for (kind, p) in self.env.held_by(&root) {
                 // With a name filter, only when the filter can match the protected path.
+                let printed = |q: &Path| match q.strip_prefix(&root) {
+                    Ok(rest) if rest.as_os_str().is_empty() => r.to_string(),
+                    Ok(rest) => format!("{}/{}", r.trim_end_matches('/'), rest.display()),
+                    Err(_) => q.display().to_string(),
+                };
+                let by_path = !whole.is_empty()
+                    && p.ancestors()
+                        .map(Path::to_path_buf)
+                        .chain(entries_under(&p, 256))
+                        .any(|q| whole.iter().any(|g| g.matches(&printed(&q))));
                 let matches = names.is_empty()
+                    || by_path
                     || names.iter().any(|n| {
                         let pat = crate::wildcard::Pattern::new(n);
                         p.ancestors()
@@ -1439,6 +1486,30 @@ fn find_commands(args: &[String]) -> Vec<Vec<String>> {
                     .collect(),
             );
         }
+    }
+    out
+}
+
+/// Up to `max` paths inside the directory `dir`, two levels deep (what `find -path` may pick
+/// inside a protected directory: the state's `sessions/…`); none when `dir` is not one.
+fn entries_under(dir: &Path, max: usize) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    for _level in 0..2 {
+        let mut next = Vec::new();
+        for d in &dirs {
+            let Ok(rd) = std::fs::read_dir(d) else {
+                continue;
+            };
+            for e in rd.flatten().take(max.saturating_sub(out.len())) {
+                let path = e.path();
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    next.push(path.clone());
+                }
+                out.push(path);
+            }
+        }
+        dirs = next;
     }
     out
 }
