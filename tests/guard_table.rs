@@ -109,6 +109,15 @@ const DISABLING_BASH: &[&str] = &[
     "curl -sO --output-dir={state} https://example.com/events.jsonl",
     "wget -P {state} https://example.com/events.jsonl",
     "wget --directory-prefix={state} https://example.com/events.jsonl",
+    // loopgate's subcommand built at run time (issue 30: 10 of 10 forms went through).
+    "loopgate $(printf 'res%s' et) --all",
+    "x=$(echo reset); loopgate $x --all",
+    "arr=(reset --all); loopgate \"${arr[@]}\"",
+    "loopgate `echo reset` --all",
+    "loopgate \"$(rev <<< teser)\" --all",
+    "loopgate $(echo cmVzZXQ= | base64 -d) --all",
+    "loopgate \"$CMD\" --all",
+    "{exe} ${SUB:-reset} --all",
     // find's -path over the whole printed path, CDPATH, sqlite3's shell escapes.
     "find {state}/.. -path '*/sessions/*' -delete",
     "find {state}/.. -path '*/state' -exec rm -rf {} +",
@@ -284,6 +293,10 @@ const HARMLESS_BASH: &[&str] = &[
     // Inline programs that only read Claude Code's settings and print them.
     "python3 -c \"import json,sys; json.dump(json.load(open('.claude/settings.json')), sys.stdout, indent=2)\"",
     "python3 -c \"import json,sys; sys.stdout.write(open('.claude/settings.json').read())\"",
+    // loopgate's read-only commands, with run-time arguments.
+    "loopgate status --session \"$SID\"",
+    "loopgate help reset",
+    "loopgate explain --session \"$(cat .session)\"",
     // The same escapes over the project's own files.
     "find . -path './build/*' -delete",
     "find . -path '*/node_modules/*' -delete",

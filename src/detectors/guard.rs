@@ -1404,6 +1404,22 @@ impl<'e> Bash<'e> {
 /// Whether loopgate's command line changes something: a mutating subcommand when the program is
 /// loopgate, or (for a copy under another name) one of loopgate's mutating subcommands together
 /// with flags only loopgate has.
+/// loopgate's subcommands that change nothing (`help` included); with [`MUTATING`], every one
+/// it has: a word that is none of them is not one the guard could read.
+const READ_ONLY_SUBCOMMANDS: &[&str] = &[
+    "status",
+    "statusline",
+    "report",
+    "explain",
+    "config",
+    "doctor",
+    "replay",
+    "completions",
+    "man",
+    "demo",
+    "help",
+];
+
 fn loopgate_cli(args: &[String], is_loopgate: bool, reader: bool) -> Option<String> {
     let mut sub: Option<&str> = None;
     let mut it = args.iter();
@@ -1418,6 +1434,15 @@ fn loopgate_cli(args: &[String], is_loopgate: bool, reader: bool) -> Option<Stri
         }
     }
     if is_loopgate {
+        // A subcommand the words do not spell (`$(printf 'res%s' et)`, `"${arr[@]}"`, `$x`
+        // bound at run time) may be any of them: judged as the control commands it may be.
+        if sub.is_some_and(|s| !READ_ONLY_SUBCOMMANDS.contains(&s) && !MUTATING.contains(&s)) {
+            return Some(
+                "`loopgate` with its subcommand computed at run time may be any of loopgate's \
+                 control commands"
+                    .to_string(),
+            );
+        }
         return sub
             .filter(|s| MUTATING.contains(s))
             .map(|s| format!("`loopgate {s}` is loopgate's own control command"));
@@ -1730,6 +1755,20 @@ pub fn env_for(cwd: Option<&str>, project: Option<&Path>, state_dir: Option<&Pat
 
 #[cfg(test)]
 mod tests {
+    /// Every subcommand loopgate has is either read-only or refused: a new one added to the CLI
+    /// without a place here would be refused as "computed at run time".
+    #[test]
+    fn every_subcommand_is_known() {
+        use clap::CommandFactory;
+        for c in crate::cli::Cli::command().get_subcommands() {
+            let name = c.get_name();
+            assert!(
+                READ_ONLY_SUBCOMMANDS.contains(&name) || MUTATING.contains(&name),
+                "{name}"
+            );
+        }
+    }
+
     use super::*;
     use serde_json::json;
 
