@@ -71,7 +71,7 @@ impl Exempt {
         let cmd = cmd.trim();
         self.commands
             .iter()
-            .any(|p| glob::Pattern::new(p).is_ok_and(|g| g.matches(cmd)))
+            .any(|p| crate::wildcard::Pattern::new(p).is_ok_and(|g| g.matches(cmd)))
     }
 }
 

@@ -503,13 +503,19 @@ fn journal_call(
         .map(|line| crate::journal::append(&path, &line));
     busy.mark_journal();
     let text = match recorded {
-        Some(Ok(true)) => "the session state is locked by another process; calls are judged on \
+        Some(Ok(crate::journal::Appended::Recorded)) => {
+            "the session state is locked by another process; calls are judged on \
                            the saved state plus a journal of the calls since, and recorded in that \
                            journal until the lock is free (holding the lock cannot switch \
                            loopgate off)"
+                .to_string()
+        }
+        Some(Ok(crate::journal::Appended::DroppedOlder)) => "the session state is locked by \
+                another process and its journal filled up: its older calls were dropped, the \
+                latest ones are still recorded and counted"
             .to_string(),
-        Some(Ok(false)) | None => "the session state is locked by another process and its \
-                                   journal is full: calls are judged but no longer recorded"
+        None => "the session state is locked by another process; this call could not be \
+                 journaled and is judged but not recorded"
             .to_string(),
         Some(Err(e)) => format!(
             "the session state is locked by another process and its journal {} cannot be \

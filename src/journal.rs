@@ -121,8 +121,17 @@ fn lock_briefly(file: &File, path: &Path) -> bool {
     crate::store::lock_within(file, path, BRIEF, "the session journal").is_ok()
 }
 
-/// Appends one line; `Ok(false)` when the journal is full (the call is not recorded).
-pub fn append(path: &Path, line: &[u8]) -> io::Result<bool> {
+/// What [`append`] did with a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    Recorded,
+    /// The journal was full (the lock held for long): its older half was dropped to make room,
+    /// so the latest calls — what a loop is made of — go on being counted.
+    DroppedOlder,
+}
+
+/// Appends one line, making room by dropping the oldest records when the journal is full.
+pub fn append(path: &Path, line: &[u8]) -> io::Result<Appended> {
     let mut f = platform::open_private_append(path)?;
     lock_briefly(&f, path);
     let meta = f.metadata()?;
@@ -132,12 +141,23 @@ pub fn append(path: &Path, line: &[u8]) -> io::Result<bool> {
             path.display()
         )));
     }
+    let mut how = Appended::Recorded;
     if meta.len() + line.len() as u64 > MAX_BYTES {
-        return Ok(false);
+        let len = meta.len().min(MAX_BYTES + MAX_RECORD as u64);
+        let mut buf = vec![0u8; len as usize];
+        // The append handle cannot read; this one shares the lock's file, not its lock.
+        platform::read_exact_at(&platform::open_private_rw(path, false)?, &mut buf, 0)?;
+        // Whole lines from the first one past the older half.
+        let half = buf.len() / 2;
+        let keep = memchr::memchr(b'\n', &buf[half..]).map_or(buf.len(), |i| half + i + 1);
+        f.set_len(0)?;
+        // Appending to an emptied file writes from its start.
+        f.write_all(&buf[keep..])?;
+        how = Appended::DroppedOlder;
     }
     // One `write` per record: appenders never interleave inside a line.
     f.write_all(line)?;
-    Ok(true)
+    Ok(how)
 }
 
 /// A journal read, to be emptied once its records are saved in the state.
@@ -234,7 +254,8 @@ mod tests {
         )
         .unwrap();
         assert!(!String::from_utf8_lossy(&b).contains("hunter22"));
-        assert!(append(&p, &a).unwrap() && append(&p, &b).unwrap());
+        assert_eq!(append(&p, &a).unwrap(), Appended::Recorded);
+        assert_eq!(append(&p, &b).unwrap(), Appended::Recorded);
         let got = read(&p, false).unwrap().unwrap();
         assert_eq!(got.records.len(), 2);
         assert_eq!(got.records[1].agent(), Some(Some(Agent::Codex)));
@@ -251,7 +272,7 @@ mod tests {
         assert_eq!(cmd(&a), cmd(&again));
         assert_ne!(cmd(&a), cmd(&other));
         // Appended after the read: kept by `finish`.
-        assert!(append(&p, &again).unwrap());
+        assert_eq!(append(&p, &again).unwrap(), Appended::Recorded);
         assert!(!got.finish().unwrap(), "the late record is kept");
         let left = read(&p, false).unwrap().unwrap();
         assert_eq!(left.records.len(), 1);
@@ -259,16 +280,27 @@ mod tests {
     }
 
     #[test]
-    fn a_full_journal_refuses_more() {
+    fn a_full_journal_drops_its_older_half_and_keeps_the_latest() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("s.journal");
-        let l = line(&input(&"z".repeat(900)), None, Event::PreToolUse, 1).unwrap();
+        let rec = |ms| line(&input(&"z".repeat(900)), None, Event::PreToolUse, ms).unwrap();
         let mut n = 0;
-        while append(&p, &l).unwrap() {
+        while append(&p, &rec(n)).unwrap() == Appended::Recorded {
             n += 1;
             assert!(n < 100_000);
         }
         assert!(std::fs::metadata(&p).unwrap().len() <= MAX_BYTES);
-        assert_eq!(read(&p, true).unwrap().unwrap().records.len(), n);
+        let left = read(&p, false).unwrap().unwrap();
+        assert_eq!(left.skipped, 0, "only whole lines are kept");
+        assert!(left.records.len() < n as usize && left.records.len() > n as usize / 3);
+        assert_eq!(
+            left.records.last().unwrap().ms,
+            n,
+            "the latest call is kept"
+        );
+        for k in 1..=n {
+            assert!(append(&p, &rec(n + k)).is_ok());
+        }
+        assert!(std::fs::metadata(&p).unwrap().len() <= MAX_BYTES);
     }
 }

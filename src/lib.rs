@@ -41,6 +41,7 @@ pub mod tighten;
 pub mod usage;
 pub mod verdict;
 pub mod wait;
+pub mod wildcard;
 pub mod wiring;
 pub mod wiring_check;
 pub mod words;
@@ -73,7 +74,7 @@ pub fn main_entry() -> Exit {
         }
         hook::say(&format!("internal error (failing open): {msg}"));
     }));
-    let exit = std::panic::catch_unwind(run).unwrap_or_else(|_| {
+    let exit = run_with_room(|| std::panic::catch_unwind(run)).unwrap_or_else(|_| {
         if BROKEN_PIPE.load(std::sync::atomic::Ordering::SeqCst) {
             Exit::Ok
         } else {
@@ -84,6 +85,35 @@ pub fn main_entry() -> Exit {
     // would be lost.
     let _ = std::io::Write::flush(&mut std::io::stdout());
     exit
+}
+
+/// The stack loopgate's work needs, with a wide margin (the deepest path, a nested input
+/// judged whole, uses well under 1 MiB).
+const WORK_STACK: usize = 8 << 20;
+
+/// Runs `work` on the main thread, or, when the caller set a stack limit too small for it (a
+/// 16 KiB `ulimit -s` killed the process silently, with no line for the person), on a thread
+/// whose stack size loopgate chooses (thread stacks are not bound by that limit). Only then:
+/// a thread costs a hook call more than the one `getrlimit` does.
+fn run_with_room<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    let small = crate::platform::stack_limit().is_some_and(|l| l < (2 << 20));
+    if !small {
+        return work();
+    }
+    std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .stack_size(WORK_STACK)
+            .spawn_scoped(s, work)
+        {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Err(e) => {
+                hook::say(&format!(
+                    "cannot start with this stack limit ({e}); the call proceeds unjudged"
+                ));
+                std::process::exit(Exit::FailOpen.code().into())
+            }
+        }
+    })
 }
 
 fn run() -> Exit {

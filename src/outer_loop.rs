@@ -50,12 +50,18 @@ pub fn path(state_dir: &Path, project: &Path) -> PathBuf {
 
 /// The record, or an empty one when there is none or it cannot be read (it is advice: a lost
 /// record costs one more iteration, never a refusal).
+/// A FIFO, a device or a huge file in its place costs one stat (it hung each new session's first
+/// prompt for 10 s, or read 2 GB from a link to `/dev/zero`); the next note replaces it.
 pub fn read(path: &Path) -> Record {
-    std::fs::read(path)
+    crate::bounded::read_text(path, None, MAX_RECORD_BYTES)
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
+        .flatten()
+        .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default()
 }
+
+/// Far more than [`MAX_SESSIONS`] signatures take.
+const MAX_RECORD_BYTES: u64 = 256 << 10;
 
 /// Notes a session's first turn (replacing what the same session noted before) and writes the
 /// record whole, through a temp file and a rename.

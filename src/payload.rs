@@ -311,7 +311,9 @@ pub mod compact {
     /// Output past this (only a pathological input gets there: a number of megabytes) is not a
     /// payload loopgate can judge.
     pub const MAX_OUTPUT: usize = 16 << 20;
-    const MAX_DEPTH: usize = 128;
+    /// Deeper containers are kept as a note with their digest (as elided members are): the
+    /// parser's own limit is 128, and a call nested past it was not judged at all.
+    const MAX_DEPTH: usize = 64;
     const STRING_CAP: usize = 256 << 10;
     const MIN_STRING_CAP: usize = 64;
     const PREFIX: usize = 4 << 10;
@@ -343,6 +345,8 @@ pub mod compact {
         elided: u64,
         bytes: u64,
         hash: Sha256,
+        /// A whole value too deep to keep, not the rest of a container's members.
+        nested: bool,
     }
 
     #[derive(Default)]
@@ -464,7 +468,19 @@ pub mod compact {
                     b'{' | b'[' => {
                         self.tokens += 1;
                         if self.stack.len() >= MAX_DEPTH {
-                            bail!("hook input is nested more than {MAX_DEPTH} deep; not judged");
+                            let mut hash = Sha256::new();
+                            hash.update([b]);
+                            self.skip = Some(Skip {
+                                kind: if b == b'{' { Kind::Object } else { Kind::Array },
+                                depth: 0,
+                                in_string: false,
+                                escape: false,
+                                elided: 0,
+                                bytes: 1,
+                                hash,
+                                nested: true,
+                            });
+                            return Ok(i + 1);
                         }
                         let kind = if b == b'{' { Kind::Object } else { Kind::Array };
                         self.stack.push(Frame { kind, children: 0 });
@@ -491,6 +507,7 @@ pub mod compact {
                                     elided: 1,
                                     bytes: 0,
                                     hash: Sha256::new(),
+                                    nested: false,
                                 });
                                 return Ok(i + 1);
                             }
@@ -605,6 +622,18 @@ pub mod compact {
                         k.hash.update(&input[..at]);
                         k.bytes += at as u64;
                         let k = self.skip.take().expect("skipping");
+                        if k.nested {
+                            let mut hash = k.hash;
+                            hash.update([b]);
+                            let note = format!(
+                                "[loopgate: nested deeper than {MAX_DEPTH}, {} bytes, sha256 {}]",
+                                k.bytes + 1,
+                                crate::canon::hex16(&hash.finalize())
+                            );
+                            let quoted = serde_json::to_string(&note).unwrap_or_default();
+                            self.out.extend_from_slice(quoted.as_bytes());
+                            return at + 1;
+                        }
                         let note = format!(
                             "[loopgate: {} more {} left out, {} bytes, sha256 {}]",
                             k.elided,
@@ -737,8 +766,21 @@ pub mod compact {
 
         #[test]
         fn depth_is_bounded() {
-            let mut c = Compactor::default();
-            assert!(c.feed(&vec![b'['; 1000]).is_err());
+            // Nested past what is kept: the deep part becomes a note with its digest, so the
+            // call is still judged and two different deep inputs still differ.
+            let deep = |leaf: &str| {
+                format!(
+                    "{{\"a\":{}{leaf}{},\"z\":1}}",
+                    "[".repeat(5000),
+                    "]".repeat(5000)
+                )
+            };
+            let a = compact(&deep("1"), 7);
+            let b = compact(&deep("2"), 4096);
+            assert_eq!(a["z"], 1);
+            assert!(a.to_string().contains("nested deeper than"), "{a}");
+            assert_ne!(a, b);
+            assert_eq!(compact(&deep("1"), 4096), a);
         }
     }
 }

@@ -17,7 +17,7 @@ fn secrets() -> &'static Regex {
             // Private keys, whole (or to the end of a clipped text).
             r"(?P<pem>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
             // key = value, key: value, "key": "value", KEY_WITH_SECRET_IN_IT=value.
-            r#"|(?P<kv>(?i:[A-Za-z0-9_.-]*(?:authorization|x-api-key|api[_-]?key|apikey|access[_-]?key|secret|password|passwd|passphrase|pwd|token|credentials?|cookie|private[_-]?key|client[_-]?secret)[A-Za-z0-9_.-]*)["']?\s*[:=]\s*(?i:bearer\s+|basic\s+|token\s+)?)(?:"[^"\n]*"|'[^'\n]*'|[^\s'"&,;}\])`]+)"#,
+            r#"|(?P<kv>(?i:[A-Za-z0-9_.-]*(?:authorization|x-api-key|api[_-]?key|apikey|access[_-]?key|account[_-]?key|secret|password|passwd|passphrase|pwd|token|credentials?|cookie|private[_-]?key|client[_-]?secret|signature)[A-Za-z0-9_.-]*)["']?\s*[:=]\s*(?i:bearer\s+|basic\s+|token\s+)?)(?:"[^"\n]*"|'[^'\n]*'|[^\s'"&,;}\])`]+)"#,
             // --password X, --password=X, --token X …
             r"|(?P<flag>(?i:--?(?:password|passwd|pass|token|secret|api-key|apikey|access-token|auth-token|client-secret))(?:=|\s+))[^\s'\x22`)]+",
             // mysql -pPASS (only for the MySQL family: -p is a common flag elsewhere).
@@ -30,12 +30,17 @@ fn secrets() -> &'static Regex {
             r"|(?P<progpw>(?i:\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras)\b[^\n|;&]*?\blogin\b[^\n|;&]*?\s-p(?:=|\s+)|\bsshpass\s+-p\s*|\bredis-cli\b[^\n|;&]*?\s-a\s+))[^\s'\x22`)]+",
             // curl's `-u user:pass` / `--user user:pass`: the password after the colon.
             r"|(?P<userpw>(?:\s-u\s*|--user(?:=|\s+))['\x22]?[^\s:'\x22]+:)[^\s'\x22`)]+",
+            // An Azure SAS signature (`?sv=…&sig=…`), and `SharedAccessSignature=sr=…&sig=…`.
+            r"|(?P<sig>(?:[?&;\s'\x22]|^)sig=)[^\s'\x22&;`)]+",
             // Known token shapes.
-            r"|\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{8,}|[sr]k_(?:live|test)_[A-Za-z0-9]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}|(?:AKIA|ASIA)[0-9A-Z]{16}|xox[abpors]-[A-Za-z0-9-]{8,}|AIza[0-9A-Za-z_-]{20,}|hf_[A-Za-z0-9]{16,}|npm_[A-Za-z0-9]{20,}|glpat-[A-Za-z0-9_-]{16,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,})",
+            r"|\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{8,}|[sr]k_(?:live|test)_[A-Za-z0-9]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}|(?:AKIA|ASIA)[0-9A-Z]{16}|xox[abeporst]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}|AIza[0-9A-Za-z_-]{20,}|hf_[A-Za-z0-9]{16,}|npm_[A-Za-z0-9]{20,}|glpat-[A-Za-z0-9_-]{16,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,})",
             // A token prefix cut by a clip (`ghp_abc…`): what is left is still part of a secret.
-            r"|\b(?:sk-|[sr]k_(?:live|test)_|gh[pousr]_|github_pat_|AKIA|ASIA|xox[abpors]-|AIza|hf_|npm_|glpat-|eyJ)[A-Za-z0-9_.-]*…",
-            // URL credentials; the password may itself hold '@' (the last one ends it).
-            r"|(?P<url>[a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s/]*@",
+            r"|\b(?:sk-|[sr]k_(?:live|test)_|gh[pousr]_|github_pat_|AKIA|ASIA|xox[abeporst]-|xapp-|AIza|hf_|npm_|glpat-|eyJ)[A-Za-z0-9_.-]*…",
+            // Slack's incoming webhooks: the URL is the credential.
+            r"|(?P<hook>(?i:hooks\.slack\.com/services/))[A-Za-z0-9/_-]+",
+            // URL credentials; the password may itself hold '@' (the last one ends it), and the
+            // user may be empty (`redis://:pw@host`).
+            r"|(?P<url>[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s/]*@",
         ))
         .expect("secret pattern compiles")
     })
@@ -73,6 +78,8 @@ const TRIGGERS: &[&str] = &[
     "curl",
     "login",
     "redis",
+    "sig=",
+    "xapp",
 ];
 
 /// For each byte, the triggers that start with it (either case), as a bit set over [`TRIGGERS`].
@@ -112,11 +119,11 @@ fn might_hold_secret(text: &str) -> bool {
 /// Replaces anything that looks like a credential with `***`, keeping the key name for context.
 pub fn mask(text: &str) -> String {
     if !might_hold_secret(text) {
-        return text.to_string();
+        return mask_bare_keys(text);
     }
     let out = secrets().replace_all(text.as_bytes(), |c: &regex::bytes::Captures| {
         for keep in [
-            "pem", "kv", "flag", "mysql", "bearer", "pass", "progpw", "userpw",
+            "pem", "kv", "flag", "mysql", "bearer", "pass", "progpw", "userpw", "sig", "hook",
         ] {
             if let Some(m) = c.name(keep) {
                 return [m.as_bytes(), b"***"].concat();
@@ -128,44 +135,93 @@ pub fn mask(text: &str) -> String {
         b"***".to_vec()
     });
     // Matches start and end on ASCII bytes, so no character is ever cut.
-    let out = String::from_utf8_lossy(&out).into_owned();
-    if has_aws_key_id(text) {
-        return mask_aws_secret(&out);
-    }
-    out
+    mask_bare_keys(&String::from_utf8_lossy(&out))
 }
 
-fn has_aws_key_id(text: &str) -> bool {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"(?-u)\b(?:AKIA|ASIA)[0-9A-Z]{16}\b").expect("compiles"))
-        .is_match(text.as_bytes())
+/// Whether a text may hold a 40-character run of base64 letters, the shape of an AWS secret
+/// access key, which no name or prefix announces (a credentials CSV line, `aws configure`
+/// answers, `echo … > creds`): one pass, no pattern.
+fn bare_key_runs(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let in_key = |c: u8| c.is_ascii_alphanumeric() || c == b'/' || c == b'+';
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < b.len() {
+            if !in_key(b[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < b.len() && in_key(b[i]) {
+                i += 1;
+            }
+            let run = &b[start..i];
+            let bounded = i == b.len() || b[i] != b'=';
+            // Random keys mix both cases and digits; a git id is lower-case hex, a path has
+            // several slashes, a long identifier rarely holds a digit in both halves.
+            if run.len() == 40
+                && bounded
+                && run.iter().any(u8::is_ascii_uppercase)
+                && run.iter().any(u8::is_ascii_lowercase)
+                && run.iter().any(u8::is_ascii_digit)
+                && run.iter().filter(|&&c| c == b'/').count() <= 2
+            {
+                return Some((start, i));
+            }
+        }
+        None
+    })
 }
 
-/// A text holding an AWS access key id: any 40-character token shaped like its secret access key
-/// (base64 letters, both cases) is that key, even without a name beside it (a credentials CSV
-/// line, `aws configure` answers).
-fn mask_aws_secret(text: &str) -> String {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r"(?-u)(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])")
-            .expect("compiles")
-    });
+fn mask_bare_keys(text: &str) -> String {
     let b = text.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut at = 0;
-    let mut from = 0;
-    while let Some(c) = re.captures_at(b, from) {
-        let m = c.get(1).expect("group 1");
-        let key = m.as_bytes();
-        from = m.end();
-        if key.iter().any(u8::is_ascii_uppercase) && key.iter().any(u8::is_ascii_lowercase) {
-            out.extend_from_slice(&b[at..m.start()]);
-            out.extend_from_slice(b"***");
-            at = m.end();
-        }
+    for (start, end) in bare_key_runs(b) {
+        out.extend_from_slice(&b[at..start]);
+        out.extend_from_slice(b"***");
+        at = end;
+    }
+    if at == 0 {
+        return text.to_string();
     }
     out.extend_from_slice(&b[at..]);
+    // The run is ASCII, so no character is cut.
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A JSON key whose string value is a credential whatever it looks like (an MCP tool's
+/// `{"password": "…"}`, request headers as an object): the key is not part of the string, so
+/// the text pattern alone cannot see it.
+fn secret_key(key: &str) -> bool {
+    let k: String = key
+        .chars()
+        .map(|c| match c {
+            '-' | '.' | ' ' => '_',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect();
+    const PARTS: &[&str] = &[
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "api_key",
+        "apikey",
+        "access_key",
+        "accesskey",
+        "account_key",
+        "accountkey",
+        "private_key",
+        "privatekey",
+        "authorization",
+        "credential",
+        "cookie",
+        "signature",
+    ];
+    PARTS.iter().any(|p| k.contains(p))
+        || k.ends_with("token")
+        || k.ends_with("_pass")
+        || matches!(k.as_str(), "pass" | "pwd" | "sig" | "auth")
 }
 
 /// Masks every string in a JSON value, in place: the one pass text goes through on its way to
@@ -174,7 +230,10 @@ pub fn mask_value(v: &mut Value) {
     match v {
         Value::String(s) => *s = mask(s),
         Value::Array(a) => a.iter_mut().for_each(mask_value),
-        Value::Object(m) => m.values_mut().for_each(mask_value),
+        Value::Object(m) => m.iter_mut().for_each(|(k, v)| match v {
+            Value::String(s) if secret_key(k) && !s.is_empty() => *s = "***".into(),
+            v => mask_value(v),
+        }),
         _ => {}
     }
 }
@@ -271,12 +330,29 @@ mod tests {
             "bypass=1 compass=north ./run",
             "git show 0123456789abcdef0123456789abcdef01234567",
             "curl -s https://example.com",
+            // A git id, a path, a long identifier: 40 characters, but not an AWS secret's shape.
+            "git show 0123456789abcdef0123456789abcdef01234567",
+            "cat src/main/java/com/example/app/Ctl1.java",
+            "export DESIGN=bold signal=3 assignee=bob",
+            "cargo test ThisIsAVeryLongIdentifierNameForTestingX",
+            "curl https://example.com/?page=2&sort=asc",
         ] {
             assert_eq!(mask(plain), plain);
         }
         let mut v = serde_json::json!({"a": ["PGPASSWORD=pgsecret99"], "b": 1});
         mask_value(&mut v);
         assert!(!v.to_string().contains("pgsecret99"), "{v}");
+        // A credential named by its JSON key (an MCP tool's input, headers as an object) is
+        // masked whatever its value looks like; a count or a plain field beside it is not.
+        let mut v = json!({"password": "plain", "headers": {"X-Api-Key": "k1", "Authorization": "abc"},
+            "access_token": "t", "max_tokens": 5, "tokens": "12k", "query": "select 1"});
+        mask_value(&mut v);
+        for gone in ["plain", "k1", "abc", "\"t\""] {
+            assert!(!v.to_string().contains(gone), "{v}");
+        }
+        assert_eq!(v["max_tokens"], 5);
+        assert_eq!(v["tokens"], "12k");
+        assert_eq!(v["query"], "select 1");
     }
 
     #[test]

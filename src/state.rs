@@ -313,11 +313,16 @@ impl SessionState {
     /// main agent is never evicted), so any number of subagents each keep being judged.
     pub fn enforce_agent_cap(&mut self) {
         while self.agents.len() > MAX_AGENTS {
+            // A subagent whose recent calls failed may be in a loop: it is forgotten only after
+            // every subagent with nothing failing, so ordinary ones taking turns cannot evict it.
             let victim = self
                 .agents
                 .iter()
                 .filter(|(k, _)| k.as_str() != MAIN_AGENT)
-                .min_by_key(|(_, a)| a.last_seen_ms)
+                .min_by_key(|(_, a)| {
+                    let failing = a.ledger.answers().any(|e| e.status.failed());
+                    (failing, a.last_seen_ms)
+                })
                 .map(|(k, _)| k.clone());
             match victim {
                 Some(k) => self.agents.remove(&k),
@@ -358,6 +363,44 @@ impl SessionState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A failing subagent outlives any number of ordinary ones taking turns after it.
+    #[test]
+    fn a_failing_subagent_is_forgotten_after_the_ordinary_ones() {
+        let mut s = SessionState::new("s", 0);
+        let failed = crate::ledger::Entry {
+            key: Default::default(),
+            id: 0,
+            tool: "Bash".into(),
+            target: "make".into(),
+            class: crate::ledger::ToolClass::of("Bash"),
+            status: crate::ledger::Status::Failed,
+            answer: None,
+            shape: None,
+            rich: false,
+            error_class: None,
+            preview: String::new(),
+            epoch: 0,
+            epoch_after: 0,
+            novel: false,
+            waited: false,
+            sleeps: false,
+            news: false,
+            start_ms: 1,
+            end_ms: 1,
+            turn: 0,
+            batch: 0,
+        };
+        let looping = s.agents.entry("looping".into()).or_default();
+        looping.last_seen_ms = 1;
+        looping.ledger.push(failed);
+        for i in 0..60 {
+            s.agents.entry(format!("sub{i}")).or_default().last_seen_ms = 10 + i;
+            s.enforce_agent_cap();
+        }
+        assert!(s.agents.contains_key("looping"));
+        assert_eq!(s.agents.len(), MAX_AGENTS);
+    }
 
     #[test]
     fn agents_are_evicted_least_recently_seen_first_never_main() {

@@ -223,3 +223,32 @@ fn hostile_import_targets_neither_hang_nor_balloon() {
     // read whole.
     assert!(out.stdout.is_empty(), "{}", out.stdout);
 }
+
+/// An MCP input nested far past the JSON parser's own limit (128) is still judged: the deep part
+/// is kept as a digest, so the same deep call repeated is refused like any other repeat, and a
+/// deep call that differs only far down is a different call.
+#[test]
+fn deeply_nested_inputs_are_judged() {
+    let env = Env::new();
+    let deep = |leaf: u32| {
+        let mut v = json!(leaf);
+        for _ in 0..300 {
+            v = json!({ "n": v });
+        }
+        json!({ "query": v })
+    };
+    let mut denied = false;
+    for k in 0..8 {
+        let id = format!("deep-{k}");
+        let out = env.pre("mcp__db__query", deep(1), &id);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        if out.denied() {
+            denied = true;
+            break;
+        }
+        env.fail("mcp__db__query", deep(1), &id, "Error: connection refused");
+    }
+    assert!(denied, "the repeated deep call was never refused");
+    let other = env.pre("mcp__db__query", deep(2), "deep-other");
+    assert!(!other.denied(), "{}", other.stdout);
+}

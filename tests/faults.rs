@@ -1101,3 +1101,92 @@ fn symlinked_event_log_lock_and_state_write_nothing_outside() {
         std::fs::remove_file(&link).unwrap();
     }
 }
+
+/// A FIFO or a link to `/dev/zero` in place of a project's outer-loop record: each new session's
+/// first prompt answered at once (it hung 10 s on the FIFO, read 2 GB from the device), and the
+/// next record written replaces the bad file.
+#[cfg(unix)]
+#[test]
+fn an_outer_loop_record_of_another_kind_costs_nothing() {
+    for bad in ["fifo", "zero"] {
+        let mut env = Env::new();
+        env.new_prompt("p1");
+        env.stop(false);
+        let records: Vec<PathBuf> = std::fs::read_dir(&env.state)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "project"))
+            .collect();
+        assert_eq!(records.len(), 1, "{bad}: one record per project");
+        let record = &records[0];
+        std::fs::remove_file(record).unwrap();
+        if bad == "fifo" {
+            let ok = Command::new("mkfifo").arg(record).status().unwrap();
+            assert!(ok.success());
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", record).unwrap();
+        }
+        env.session = format!("second-{bad}");
+        let t = Instant::now();
+        let out = env.new_prompt("p2");
+        assert_eq!(out.code, 0, "{bad}: {}", out.stderr);
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "{bad}: {:?}",
+            t.elapsed()
+        );
+        env.stop(false);
+        assert!(
+            std::fs::symlink_metadata(record).unwrap().is_file(),
+            "{bad}: the record is a regular file again"
+        );
+    }
+}
+
+/// The lock held for good and the journal full (it took every call until then): the loop
+/// made under the held lock is still counted and refused, not let through uncounted; and once
+/// the lock is free the journal is merged and counting goes on.
+#[test]
+fn a_held_lock_and_a_full_journal_still_count_the_loop() {
+    let env = Env::new().config("lock_timeout_ms = 100\n");
+    seed(&env, 2);
+    let holder = LockHolder::hold(files_with_ext(&env, "lock").pop().unwrap());
+    env.bash("echo first-journaled", Ok("ok"));
+    let journal = files_with_ext(&env, "journal").pop().expect("a journal");
+    // What a long hold leaves: the journal at its size limit (lines that are no record are
+    // skipped when read).
+    let filler = "#".repeat(1023) + "\n";
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&journal)
+        .unwrap();
+    let have = f.metadata().unwrap().len() as usize;
+    f.write_all(filler.repeat(((1 << 20) - have) / 1024).as_bytes())
+        .unwrap();
+    drop(f);
+    let input = json!({"command": "cargo build --offline"});
+    let err = "error: no matching package named `serde` found";
+    let mut denied = false;
+    for k in 0..4 {
+        let id = format!("held-{k}");
+        let out = env.pre("Bash", input.clone(), &id);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        if out.denied() {
+            denied = true;
+            break;
+        }
+        env.fail("Bash", input.clone(), &id, err);
+    }
+    assert!(
+        denied,
+        "the loop under a held lock and a full journal was not counted"
+    );
+    assert!(std::fs::metadata(&journal).unwrap().len() <= 1 << 20);
+    holder.release();
+    let after = env.pre("Bash", input.clone(), "after-release");
+    assert!(
+        after.denied(),
+        "counting lost when the lock came free: {}",
+        after.stdout
+    );
+}

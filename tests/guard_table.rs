@@ -32,6 +32,8 @@ const DISABLING_BASH: &[&str] = &[
     "\"$(command -v loopgate)\" setup --uninstall",
     "loopgate  reset  --all",
     "{exe} reset --session abc",
+    // A forged hook call: PermissionRequest counts toward the Copilot CLI's ceiling.
+    "echo '{\"hook_event_name\":\"PermissionRequest\"}' | loopgate permission-request",
     "cp {exe} /tmp/lg && /tmp/lg reset --all",
     "/tmp/lg --observe setup",
     "LG=loopgate; $LG reset --all",
@@ -97,6 +99,34 @@ const DISABLING_BASH: &[&str] = &[
     "rm \"$(which loopgate)\"",
     "install -m 755 /tmp/x ~/.cargo/bin/loopgate",
     "chmod -x {exe}",
+    // Their twins that write the settings.
+    "python3 -c \"import json,sys; json.dump({}, sys.stdout); json.dump({}, open('.claude/settings.json', 'x'))\"",
+    "python3 -c \"import json,sys; json.dump({}, open('.claude/settings.json', 'r+'))\"",
+    // Writers into a directory, in each spelling (issue 30).
+    "tar --directory={state} -xf /tmp/x.tar",
+    "tar -xf /tmp/x.tar -C{state}",
+    "curl -sO --output-dir {state}/sessions https://example.com/x.json",
+    "curl -sO --output-dir={state} https://example.com/events.jsonl",
+    "wget -P {state} https://example.com/events.jsonl",
+    "wget --directory-prefix={state} https://example.com/events.jsonl",
+    // loopgate's subcommand built at run time (issue 30: 10 of 10 forms went through).
+    "loopgate $(printf 'res%s' et) --all",
+    "x=$(echo reset); loopgate $x --all",
+    "arr=(reset --all); loopgate \"${arr[@]}\"",
+    "loopgate `echo reset` --all",
+    "loopgate \"$(rev <<< teser)\" --all",
+    "loopgate $(echo cmVzZXQ= | base64 -d) --all",
+    "loopgate \"$CMD\" --all",
+    "{exe} ${SUB:-reset} --all",
+    // find's -path over the whole printed path, CDPATH, sqlite3's shell escapes.
+    "find {state}/.. -path '*/sessions/*' -delete",
+    "find {state}/.. -path '*/state' -exec rm -rf {} +",
+    "CDPATH={state}/.. cd state && rm -rf sessions",
+    "export CDPATH={state}/..; cd state; rm -f events.jsonl",
+    "sqlite3 x.db '.shell rm -rf {state}'",
+    "sqlite3 x.db 'select 1;' '.system rm -rf {state}/sessions'",
+    // A debugger in write mode patches the binary it loads.
+    "gdb --write -batch -ex quit {exe}",
     // Claude Code's settings
     "echo '{\"disableAllHooks\":true}' > ~/.claude/settings.json",
     "jq '.disableAllHooks=true' ~/.claude/settings.json > /tmp/s && mv /tmp/s ~/.claude/settings.json",
@@ -260,6 +290,31 @@ fn disabling_tools() -> Vec<(&'static str, Value)> {
 
 const HARMLESS_BASH: &[&str] = &[
     "cat .claude/loopgate.toml",
+    // Inline programs that only read Claude Code's settings and print them.
+    "python3 -c \"import json,sys; json.dump(json.load(open('.claude/settings.json')), sys.stdout, indent=2)\"",
+    "python3 -c \"import json,sys; sys.stdout.write(open('.claude/settings.json').read())\"",
+    // loopgate's read-only commands, with run-time arguments.
+    "loopgate status --session \"$SID\"",
+    "loopgate help reset",
+    "loopgate explain --session \"$(cat .session)\"",
+    // The same escapes over the project's own files.
+    "find . -path './build/*' -delete",
+    "find . -path '*/node_modules/*' -delete",
+    "CDPATH=.. cd project && rm -rf build",
+    "sqlite3 app.db '.shell ls' 'select count(*) from t'",
+    // The same writers into the project's own directories.
+    "tar --directory=vendor -xf /tmp/x.tar",
+    "curl -sO --output-dir downloads https://example.com/x.json",
+    "wget -P downloads https://example.com/x.json",
+    // Inspecting the installed binary reads it (issue 30's harmless calls).
+    "ldd {exe}",
+    "objdump -d {exe} | head -50",
+    "readelf -h {exe}",
+    "nm -D {exe} | wc -l",
+    "gdb -batch -ex 'info functions main' {exe}",
+    // loopgate's own repository: its example config and a test fixture of the same name.
+    "cp .claude/loopgate.toml examples/loopgate.toml",
+    "echo 'mode = \"observe\"' > tests/fixtures/loopgate.toml",
     // A loop's variable is one of its words, never unset (a real Gemini CLI session).
     "for f in media/demo/*.gif; do ffmpeg -y -i \"$f\" \"${f%.gif}-temp.gif\"; mv \"${f%.gif}-temp.gif\" \"$f\"; done",
     "grep LOOPGATE_MODE src/",
@@ -387,6 +442,14 @@ const DEVELOPER_WORK: &[&str] = &[
 fn harmless_tools() -> Vec<(&'static str, Value)> {
     vec![
         ("Read", json!({"file_path": "{proj}/.claude/loopgate.toml"})),
+        (
+            "Edit",
+            json!({"file_path": "{proj}/examples/loopgate.toml", "old_string": "enforce", "new_string": "observe"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "{proj}/tests/fixtures/loopgate.toml", "content": "mode = \"observe\"\n"}),
+        ),
         (
             "Write",
             json!({"file_path": "{proj}/src/main.rs", "content": "fn main() {}\n"}),
@@ -680,4 +743,70 @@ fn a_protected_path_behind_links_is_protected_where_it_lands() {
         let (hit, reason) = judge(&mut env, 4100 + n, "Bash", &json!({ "command": command }));
         assert_eq!(hit, refused, "{command}: {reason}");
     }
+}
+
+/// A glob word of many stars and repeated letters is matched against the protected paths in
+/// time linear in the path (the backtracking matcher took 15 s on one such word, past the CLI's
+/// hook timeout, and the call ran unjudged); a word over loopgate's state is still refused, a
+/// run of stars included, and the same shape over project files is allowed.
+#[test]
+fn glob_words_are_judged_within_the_budget() {
+    let mut env = Env::new();
+    let stars = "*a".repeat(3000);
+    let state = env.state.display().to_string();
+    let refused = [
+        format!("rm -rf {state}/***"),
+        format!("rm -rf {state}/{}*", "*".repeat(500)),
+        // Repeated letters that do match `sessions`.
+        format!("rm -rf {state}/{}", "*s".repeat(3) + "*"),
+    ];
+    for (n, command) in refused.iter().enumerate() {
+        let started = std::time::Instant::now();
+        let (hit, reason) = judge(&mut env, 3200 + n, "Bash", &json!({ "command": command }));
+        assert!(hit, "{:?}…: not refused", &command[..40]);
+        assert!(!reason.is_empty());
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    }
+    let allowed = [
+        format!("rm -f ./{stars}b"),
+        format!("ls build/{stars}/x{stars}"),
+    ];
+    for (n, command) in allowed.iter().enumerate() {
+        let started = std::time::Instant::now();
+        let (hit, reason) = judge(&mut env, 3300 + n, "Bash", &json!({ "command": command }));
+        assert!(!hit, "{reason}");
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    }
+}
+
+/// A clean-up of old files (`find . -mtime +30 -delete`) in a project whose
+/// `.claude/loopgate.toml` was edited this month does not reach it and is allowed; once the
+/// config is older than the test, or the test is turned round or put under `-o`, it would delete
+/// the config and is refused.
+#[test]
+fn find_by_age_is_judged_by_the_config_age() {
+    let mut env = Env::new().project_config("[detectors]\n");
+    let config = env.project.join(".claude/loopgate.toml");
+    let cleanup = json!({"command": "find . -mtime +30 -delete"});
+    let (hit, reason) = judge(&mut env, 3400, "Bash", &cleanup);
+    assert!(!hit, "{reason}");
+    for (n, c) in [
+        "find . -mtime -30 -delete",
+        "find . \\( -mtime +30 -o -name '*.toml' \\) -delete",
+        "find . -mmin +1 -delete -o -true",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (hit, reason) = judge(&mut env, 3401 + n, "Bash", &json!({ "command": c }));
+        assert!(hit, "{c}: {reason}");
+    }
+    let old = std::process::Command::new("touch")
+        .args(["-d", "60 days ago"])
+        .arg(&config)
+        .status()
+        .unwrap();
+    assert!(old.success());
+    let (hit, reason) = judge(&mut env, 3410, "Bash", &cleanup);
+    assert!(hit && reason.contains("loopgate"), "{reason}");
 }

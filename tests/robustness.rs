@@ -304,3 +304,61 @@ fn a_payload_on_a_stdin_left_open_is_answered_and_a_stalled_one_times_out() {
         }
     }
 }
+
+/// A caller's tiny stack limit (`ulimit -s 16`, 16 KiB) killed the binary silently; now the
+/// work runs on a stack of loopgate's own and the call is judged: a repeat is still refused.
+#[cfg(unix)]
+#[test]
+fn a_tiny_stack_limit_still_judges() {
+    let env = Env::new();
+    let run = |payload: &serde_json::Value, sub: &str| {
+        let mut c = crate::faults::std_command(
+            &env,
+            "sh",
+            &[
+                "-c",
+                "ulimit -s 16 && exec \"$0\" \"$1\"",
+                crate::common::BIN,
+                sub,
+            ],
+        );
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.to_string().as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let input = json!({"command": "cargo build --offline"});
+    let mut denied = false;
+    for k in 0..4 {
+        let id = format!("small-{k}");
+        let pre = env.base(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": id}),
+        );
+        let out = run(&pre, "pre-tool-use");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "killed or failed: {stderr}");
+        if String::from_utf8_lossy(&out.stdout).contains("\"deny\"") {
+            denied = true;
+            break;
+        }
+        let fail = env.base(
+            "PostToolUseFailure",
+            json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": id,
+                   "error": "error: no matching package named `serde` found"}),
+        );
+        assert_eq!(run(&fail, "post-tool-use-failure").status.code(), Some(0));
+    }
+    assert!(
+        denied,
+        "the repeat under a 16 KiB stack limit was not judged"
+    );
+}

@@ -354,7 +354,8 @@ fn compact(v: &Value) -> String {
         Value::String(s) => s.clone(),
         _ => v.to_string(),
     };
-    crate::payload::clip(&s, 300)
+    // The log is masked when written; a line from an older version may not be.
+    crate::payload::clip(&crate::redact::mask(&s), 300)
 }
 
 /// Events of every log generation, oldest first, optionally of one session (lines that cannot

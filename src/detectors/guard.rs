@@ -38,6 +38,7 @@ const MUTATING: &[&str] = &[
     "stop",
     "subagent-stop",
     "user-prompt-submit",
+    "permission-request",
 ];
 
 /// Programs that read their arguments and write only to stdout (redirections are judged apart).
@@ -73,6 +74,13 @@ const READERS: &[&str] = &[
     "hexdump",
     "strings",
     "sha256sum",
+    // Binary inspectors: they read the file they are given (the installed binary included).
+    "ldd",
+    "objdump",
+    "readelf",
+    "nm",
+    "size",
+    "otool",
     "sha1sum",
     "sha512sum",
     "md5sum",
@@ -586,6 +594,22 @@ impl<'e> Bash<'e> {
         found
     }
 
+    /// Where `cd d` lands: a relative name not starting with `.` is looked up in `CDPATH`'s
+    /// directories first, as the shell does (`CDPATH=~/.local/state cd loopgate`).
+    fn cd_target(&self, d: &str) -> PathBuf {
+        let plain = self.path(d);
+        let relative = !d.starts_with(['/', '.', '~']);
+        if let Some(cdpath) = self.vars.get("CDPATH").filter(|_| relative) {
+            for entry in cdpath.split(':').filter(|e| !e.is_empty()) {
+                let candidate = self.path(entry).join(self.expand(d));
+                if candidate.is_dir() {
+                    return candidate;
+                }
+            }
+        }
+        plain
+    }
+
     fn expand(&self, word: &str) -> String {
         if self.budget.over.get().is_some() {
             return String::new();
@@ -772,7 +796,7 @@ impl<'e> Bash<'e> {
         if matches!(prog.as_str(), "cd" | "pushd") {
             let to = args.iter().find(|a| !a.starts_with('-')).cloned();
             self.cwd = match to {
-                Some(d) => self.path(&d),
+                Some(d) => self.cd_target(&d),
                 None => self.env.home.clone().unwrap_or_else(|| self.cwd.clone()),
             };
             return None;
@@ -1111,25 +1135,63 @@ impl<'e> Bash<'e> {
                             return Some(f);
                         }
                     }
+                    // The directory files are saved into: `curl --output-dir`, `wget -P`.
+                    let dir = match a.as_str() {
+                        "--output-dir" if prog == "curl" => it.clone().next().map(String::as_str),
+                        "-P" | "--directory-prefix" if prog == "wget" => {
+                            it.clone().next().map(String::as_str)
+                        }
+                        _ if prog == "curl" => a.strip_prefix("--output-dir="),
+                        _ => a
+                            .strip_prefix("--directory-prefix=")
+                            .or_else(|| a.strip_prefix("-P").filter(|d| !d.is_empty())),
+                    };
+                    if let Some(f) = dir.and_then(|d| self.touch(d, Op::Remove, &how, Some(text))) {
+                        return Some(f);
+                    }
                 }
                 None
             }
             "tar" | "unzip" | "bsdtar" | "7z" => {
                 let mut it = args.iter();
                 while let Some(a) = it.next() {
-                    if matches!(a.as_str(), "-C" | "-d" | "--directory") {
-                        if let Some(d) = it.next() {
-                            if let Some(f) = self.touch(d, Op::Remove, &how, Some(text)) {
-                                return Some(f);
-                            }
-                        }
+                    // The directory extracted into, in each spelling: `-C D`, `--directory=D`,
+                    // `-CD`, 7z's `-oD`.
+                    let dir = match a.as_str() {
+                        "-C" | "-d" | "--directory" => it.next().map(String::as_str),
+                        _ => a
+                            .strip_prefix("--directory=")
+                            .or_else(|| a.strip_prefix("-C").filter(|d| !d.is_empty()))
+                            .or_else(|| {
+                                a.strip_prefix("-o")
+                                    .filter(|d| prog == "7z" && !d.is_empty())
+                            }),
+                    };
+                    if let Some(f) = dir.and_then(|d| self.touch(d, Op::Remove, &how, Some(text))) {
+                        return Some(f);
                     }
                 }
                 None
             }
             "find" => self.find(args, &how, depth),
+            // The shell's dot-commands: `sqlite3 x.db '.shell rm -rf …'`, `.system …`.
+            "sqlite3" | "duckdb" => {
+                let lines: Vec<String> = args
+                    .iter()
+                    .flat_map(|a| a.lines())
+                    .filter_map(|l| {
+                        let l = l.trim_start();
+                        l.strip_prefix(".shell ")
+                            .or_else(|| l.strip_prefix(".system "))
+                            .map(str::to_string)
+                    })
+                    .collect();
+                lines.iter().find_map(|l| self.script(l, depth + 1))
+            }
             "git" => self.git(args, &how, text),
             p if READERS.contains(&p) => None,
+            // Debuggers read the program they load; only their write mode patches it.
+            "gdb" | "lldb" if !args.iter().any(|a| a.contains("write")) => None,
             _ => {
                 // A program we do not know that names a protected path: it may well write it.
                 operands.iter().find_map(|w| {
@@ -1192,6 +1254,12 @@ impl<'e> Bash<'e> {
             })
             .map(|w| &w[1])
             .collect();
+        // `-path` patterns are matched against the whole path find prints (`*` crosses `/`).
+        let whole: Vec<crate::wildcard::Pattern> = args
+            .windows(2)
+            .filter(|w| matches!(w[0].as_str(), "-path" | "-ipath" | "-wholename"))
+            .filter_map(|w| crate::wildcard::Pattern::new(&w[1]).ok())
+            .collect();
         let default_root = String::from(".");
         let roots = if roots.is_empty() {
             vec![&default_root]
@@ -1204,9 +1272,20 @@ impl<'e> Bash<'e> {
             // only one of them.
             for (kind, p) in self.env.held_by(&root) {
                 // With a name filter, only when the filter can match the protected path.
+                let printed = |q: &Path| match q.strip_prefix(&root) {
+                    Ok(rest) if rest.as_os_str().is_empty() => r.to_string(),
+                    Ok(rest) => format!("{}/{}", r.trim_end_matches('/'), rest.display()),
+                    Err(_) => q.display().to_string(),
+                };
+                let by_path = !whole.is_empty()
+                    && p.ancestors()
+                        .map(Path::to_path_buf)
+                        .chain(entries_under(&p, 256))
+                        .any(|q| whole.iter().any(|g| g.matches(&printed(&q))));
                 let matches = names.is_empty()
+                    || by_path
                     || names.iter().any(|n| {
-                        let pat = glob::Pattern::new(n);
+                        let pat = crate::wildcard::Pattern::new(n);
                         p.ancestors()
                             .chain([p.as_path()])
                             .filter_map(Path::file_name)
@@ -1216,7 +1295,7 @@ impl<'e> Bash<'e> {
                                     || name.contains(n.as_str())
                             })
                     });
-                if !matches {
+                if !matches || too_new_for(args, &p) {
                     continue;
                 }
                 let deletion =
@@ -1325,6 +1404,22 @@ impl<'e> Bash<'e> {
 /// Whether loopgate's command line changes something: a mutating subcommand when the program is
 /// loopgate, or (for a copy under another name) one of loopgate's mutating subcommands together
 /// with flags only loopgate has.
+/// loopgate's subcommands that change nothing (`help` included); with [`MUTATING`], every one
+/// it has: a word that is none of them is not one the guard could read.
+const READ_ONLY_SUBCOMMANDS: &[&str] = &[
+    "status",
+    "statusline",
+    "report",
+    "explain",
+    "config",
+    "doctor",
+    "replay",
+    "completions",
+    "man",
+    "demo",
+    "help",
+];
+
 fn loopgate_cli(args: &[String], is_loopgate: bool, reader: bool) -> Option<String> {
     let mut sub: Option<&str> = None;
     let mut it = args.iter();
@@ -1339,6 +1434,15 @@ fn loopgate_cli(args: &[String], is_loopgate: bool, reader: bool) -> Option<Stri
         }
     }
     if is_loopgate {
+        // A subcommand the words do not spell (`$(printf 'res%s' et)`, `"${arr[@]}"`, `$x`
+        // bound at run time) may be any of them: judged as the control commands it may be.
+        if sub.is_some_and(|s| !READ_ONLY_SUBCOMMANDS.contains(&s) && !MUTATING.contains(&s)) {
+            return Some(
+                "`loopgate` with its subcommand computed at run time may be any of loopgate's \
+                 control commands"
+                    .to_string(),
+            );
+        }
         return sub
             .filter(|s| MUTATING.contains(s))
             .map(|s| format!("`loopgate {s}` is loopgate's own control command"));
@@ -1411,6 +1515,70 @@ fn find_commands(args: &[String]) -> Vec<Vec<String>> {
     out
 }
 
+/// Up to `max` paths inside the directory `dir`, two levels deep (what `find -path` may pick
+/// inside a protected directory: the state's `sessions/…`); none when `dir` is not one.
+fn entries_under(dir: &Path, max: usize) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    for _level in 0..2 {
+        let mut next = Vec::new();
+        for d in &dirs {
+            let Ok(rd) = std::fs::read_dir(d) else {
+                continue;
+            };
+            for e in rd.flatten().take(max.saturating_sub(out.len())) {
+                let path = e.path();
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    next.push(path.clone());
+                }
+                out.push(path);
+            }
+        }
+        dirs = next;
+    }
+    out
+}
+
+/// Whether `find`'s age test leaves the protected file `p` out, as it is now: `find . -mtime +30
+/// -delete` (a clean-up of old files) does not reach a config edited this month, nor one that
+/// does not exist (made by the same command, it would be new). Only for a regular file (a
+/// directory's own time says nothing of the files in it) and only when the age test is not
+/// under `-o` or `!`, where it no longer narrows the match.
+fn too_new_for(args: &[String], p: &Path) -> bool {
+    if args
+        .iter()
+        .any(|a| matches!(a.as_str(), "-o" | "-or" | "!" | "-not" | ","))
+    {
+        return false;
+    }
+    // `+N`: more than N whole units old; find leaves younger files alone.
+    let older_than: Vec<u64> = args
+        .windows(2)
+        .filter_map(|w| {
+            let unit = match w[0].as_str() {
+                "-mtime" => 86_400,
+                "-mmin" => 60,
+                _ => return None,
+            };
+            let n = w[1].strip_prefix('+')?.parse::<u64>().ok()?;
+            Some(n.saturating_add(1).saturating_mul(unit))
+        })
+        .collect();
+    let Some(&min_age) = older_than.iter().max() else {
+        return false;
+    };
+    match std::fs::metadata(p) {
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        Ok(meta) if meta.is_file() => meta.modified().ok().is_some_and(|m| {
+            let age = std::time::SystemTime::now()
+                .duration_since(m)
+                .unwrap_or_default();
+            age.as_secs() < min_age
+        }),
+        Ok(_) => false,
+    }
+}
+
 /// Whether an inline program has a sign of writing, moving or deleting something. awk compares
 /// with `>`, so there only output redirections of `print`, pipes and `system` count.
 fn writes_in(family: &str, code: &str) -> bool {
@@ -1422,7 +1590,20 @@ fn writes_in(family: &str, code: &str) -> bool {
                 s.starts_with("print") && s.contains('>')
             });
     }
-    WRITE_MARKERS.iter().any(|m| code.contains(m))
+    // A dump to the standard streams prints (`json.dump(d, sys.stdout, indent=2)`): those
+    // streams taken out, a `dump(` left over still writes somewhere else.
+    let shown = code
+        .replace("sys.stdout.write", "")
+        .replace("sys.stderr.write", "");
+    let to_streams = shown.matches("sys.stdout").count() + shown.matches("sys.stderr").count();
+    let dumps = shown.matches("dump(").count();
+    WRITE_MARKERS.iter().any(|m| {
+        if *m == "dump(" {
+            dumps > to_streams
+        } else {
+            shown.contains(m)
+        }
+    })
 }
 
 /// The size of a string the hook input clipped (`…[loopgate: N bytes, sha256 …]` at its end).
@@ -1574,6 +1755,20 @@ pub fn env_for(cwd: Option<&str>, project: Option<&Path>, state_dir: Option<&Pat
 
 #[cfg(test)]
 mod tests {
+    /// Every subcommand loopgate has is either read-only or refused: a new one added to the CLI
+    /// without a place here would be refused as "computed at run time".
+    #[test]
+    fn every_subcommand_is_known() {
+        use clap::CommandFactory;
+        for c in crate::cli::Cli::command().get_subcommands() {
+            let name = c.get_name();
+            assert!(
+                READ_ONLY_SUBCOMMANDS.contains(&name) || MUTATING.contains(&name),
+                "{name}"
+            );
+        }
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -220,6 +220,12 @@ pub fn shared_executable_permissions() -> Option<std::fs::Permissions> {
 
 /// A special file's kind ("a FIFO", "a device", "a socket"), for files that are neither regular
 /// files nor directories nor links.
+/// The main thread's stack limit in bytes, where the caller sets it (`ulimit -s`); `None` when
+/// unlimited or fixed by the executable.
+pub fn stack_limit() -> Option<u64> {
+    imp::stack_limit()
+}
+
 pub fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
     imp::special_kind(ft)
 }

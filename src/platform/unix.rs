@@ -115,6 +115,10 @@ pub fn hook_command_path(bin: &str) -> std::borrow::Cow<'_, str> {
     bin.into()
 }
 
+pub fn stack_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Stack).current
+}
+
 pub fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
     if ft.is_fifo() {
         Some("a FIFO")

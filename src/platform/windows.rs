@@ -141,6 +141,11 @@ pub fn hook_command_path(bin: &str) -> std::borrow::Cow<'_, str> {
     bin.replace('\\', "/").into()
 }
 
+pub fn stack_limit() -> Option<u64> {
+    // The main thread's stack is fixed in the executable's header, not set by the caller.
+    None
+}
+
 pub fn special_kind(_ft: &std::fs::FileType) -> Option<&'static str> {
     None
 }

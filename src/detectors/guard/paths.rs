@@ -390,18 +390,26 @@ impl Env {
     /// For a word with glob characters: the protected paths (and, for removals, the directories
     /// holding them) it can match. Dot files match only a literal dot, as in the shell.
     pub fn glob_hits(&self, pattern: &Path, op: Op) -> Option<(Kind, PathBuf)> {
-        let pat = glob::Pattern::new(&pattern.to_string_lossy()).ok()?;
-        let opts = glob::MatchOptions {
-            case_sensitive: true,
-            require_literal_separator: true,
-            require_literal_leading_dot: true,
-        };
+        let pat = crate::wildcard::Pattern::new(&pattern.to_string_lossy()).ok()?;
+        let opts = crate::wildcard::Options::PATH;
+        // The directories the word names before its first wildcard: a word inside a protected
+        // directory (`rm -rf {state}/*`) reaches what is in it, whether or not it exists now.
+        let literal: PathBuf = pattern
+            .components()
+            .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[']))
+            .collect();
         for (p, kind) in self.protected() {
+            if literal.parent().is_some() && literal.starts_with(p) {
+                return Some((*kind, p.clone()));
+            }
             let mut candidates: Vec<&Path> = vec![p.as_path()];
             if op == Op::Remove {
                 candidates.extend(p.ancestors().skip(1));
             }
-            if candidates.iter().any(|c| pat.matches_path_with(c, opts)) {
+            if candidates
+                .iter()
+                .any(|c| pat.matches_with(&c.to_string_lossy(), opts))
+            {
                 return Some((*kind, p.clone()));
             }
         }
@@ -409,12 +417,14 @@ impl Env {
         let name = pattern.file_name()?.to_string_lossy().into_owned();
         let names = ["loopgate.toml", "settings.json", "settings.local.json"];
         let parent_is_claude = pattern.parent().and_then(Path::file_name).is_some_and(|n| {
-            glob::Pattern::new(&n.to_string_lossy()).is_ok_and(|g| g.matches_with(".claude", opts))
+            crate::wildcard::Pattern::new(&n.to_string_lossy())
+                .is_ok_and(|g| g.matches_with(".claude", opts))
         });
         names
             .iter()
             .any(|n| {
-                parent_is_claude && glob::Pattern::new(&name).is_ok_and(|g| g.matches_with(n, opts))
+                parent_is_claude
+                    && crate::wildcard::Pattern::new(&name).is_ok_and(|g| g.matches_with(n, opts))
             })
             .then(|| (Kind::Config, pattern.to_path_buf()))
     }
@@ -429,7 +439,7 @@ const AGENT_FILES: &[&str] = &[
     ".copilot/hooks",
 ];
 
-/// Paths protected wherever they are: any `loopgate.toml`, any `.claude/settings*.json`, the
+/// Paths protected wherever they are: any `.claude/loopgate.toml`, any `.claude/settings*.json`, the
 /// managed-settings files, and every agent CLI's hook files in a project (`.codex/hooks.json`,
 /// `.gemini/settings.json`, `.qwen/settings.json`, `.github/hooks/*.json`).
 pub(super) fn name_rule(path: &Path) -> Option<Kind> {
@@ -439,7 +449,14 @@ pub(super) fn name_rule(path: &Path) -> Option<Kind> {
         .and_then(Path::file_name)
         .and_then(|n| n.to_str())
         .unwrap_or("");
-    if name == "loopgate.toml" || (parent == "loopgate" && name == "config.toml") {
+    // loopgate reads a project's `.claude/loopgate.toml`, no other: `examples/loopgate.toml` or
+    // a test fixture of that name is the project's own file (a `--config` path is judged with
+    // the wiring). A directory the guard could not name (an unset variable) may be `.claude`.
+    let unknown_dir = parent.is_empty()
+        || parent.contains(['$', '`', '*', '?', '[', '{'])
+        || parent.contains("__lg_sub_");
+    let project_config = name == "loopgate.toml" && (parent == ".claude" || unknown_dir);
+    if project_config || (parent == "loopgate" && name == "config.toml") {
         return Some(Kind::Config);
     }
     let agent_file = match parent {
