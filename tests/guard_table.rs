@@ -810,3 +810,18 @@ fn find_by_age_is_judged_by_the_config_age() {
     let (hit, reason) = judge(&mut env, 3410, "Bash", &cleanup);
     assert!(hit && reason.contains("loopgate"), "{reason}");
 }
+
+/// `$_` is the shell's last argument (PowerShell's pipeline item), not the `_` in the hook's own
+/// environment, which the shell that started loopgate set to loopgate's path: a Codex session on
+/// Windows numbering lines with `'{0}:{1}' -f $i, $_` was refused as handing over the binary.
+#[test]
+fn a_shells_last_argument_is_not_the_hooks_own_program() {
+    let mut env = Env::new().var("_", crate::common::BIN);
+    let cases = [bash(
+        "$i=1; Get-Content notes.md | ForEach-Object { if($i -ge 59){ '{0}:{1}' -f $i, $_ }; $i++ }",
+    )];
+    assert_all_allowed(&mut env, 5000, &cases);
+    // The binary named outright is still judged.
+    let (hit, reason) = judge(&mut env, 5100, "Bash", &json!({"command": "shred {exe}"}));
+    assert!(hit, "{reason}");
+}

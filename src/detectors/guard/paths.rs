@@ -298,6 +298,11 @@ impl Env {
     }
 
     fn var(&self, name: &str) -> Option<String> {
+        // `$_` is the shell's last argument (PowerShell's pipeline item), never what the hook's
+        // own environment holds under `_`: the path of the program that started it, loopgate.
+        if name == "_" {
+            return None;
+        }
         self.vars.get(name).cloned().or_else(|| {
             self.process_env
                 .then(|| std::env::var_os(name))
