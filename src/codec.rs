@@ -15,11 +15,13 @@ use crate::state::{Ceiling, Heed, PermissionGate, SessionState};
 
 pub const MAGIC: [u8; 4] = *b"LGST";
 /// Bumped whenever the body's layout changes incompatibly; files of a format this binary does
-/// not read are quarantined. 5 adds the session's [`Heed`] as the state's last field; 4 adds the ceiling's [`PermissionGate`] as its last field; 3 adds
+/// not read are quarantined. 6 adds the configuration baseline as [`Heed`]'s last field; 5 adds the session's [`Heed`] as the state's last field; 4 adds the ceiling's [`PermissionGate`] as its last field; 3 adds
 /// the session's [`Ceiling`] as the state's last field; 2 writes the ledger's entries as one block
 /// ([`crate::ledger_block`]); 1, the same state with entries field by field. 1 to 4 are
 /// still read, what they lack taken as its default.
-pub const FORMAT: u16 = 5;
+pub const FORMAT: u16 = 6;
+/// The first format with the session's [`Heed`], without its config baseline, still read.
+const FORMAT_NO_CONFIG: u16 = 5;
 /// The first format with the ceiling's permission gate, still read.
 const FORMAT_NO_HEED: u16 = 4;
 /// The first format with a ceiling, still read.
@@ -88,6 +90,7 @@ pub fn peek_header(bytes: &[u8]) -> Result<(u64, usize), Bad> {
     if !matches!(
         format,
         FORMAT
+            | FORMAT_NO_CONFIG
             | FORMAT_NO_HEED
             | FORMAT_NO_PERMISSION
             | FORMAT_NO_CEILING
@@ -120,14 +123,18 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
     } else {
         // What each older format lacks is last, so an older body followed by its default's
         // encoding is the same state with that part empty.
-        let tail = if format == FORMAT_NO_HEED {
-            Ok(Vec::new())
-        } else if format == FORMAT_NO_PERMISSION {
-            postcard::to_extend(&PermissionGate::default(), Vec::new())
+        let tail = if format == FORMAT_NO_CONFIG {
+            postcard::to_extend(&Vec::<u8>::new(), Vec::new())
         } else {
-            postcard::to_extend(&Ceiling::default(), Vec::new())
+            if format == FORMAT_NO_HEED {
+                Ok(Vec::new())
+            } else if format == FORMAT_NO_PERMISSION {
+                postcard::to_extend(&PermissionGate::default(), Vec::new())
+            } else {
+                postcard::to_extend(&Ceiling::default(), Vec::new())
+            }
+            .and_then(|t| postcard::to_extend(&Heed::default(), t))
         }
-        .and_then(|t| postcard::to_extend(&Heed::default(), t))
         .map_err(|e| Bad::Body(e.to_string()))?;
         let mut whole = body.to_vec();
         whole.extend(tail);
@@ -357,6 +364,23 @@ mod tests {
             "a format-4 state decodes to the same state"
         );
         assert!(back.ceiling.permission.seen && back.heed.standing.is_none());
+    }
+
+    /// A format-5 state (written before the configuration baseline) keeps what it heeded and
+    /// has no baseline: the next call takes the configuration in effect as it.
+    #[test]
+    fn a_format_five_state_is_read_without_a_config_baseline() {
+        let mut s = full_state();
+        s.heed.turn = 3;
+        s.heed.config = Vec::new();
+        let old = older(&s, FORMAT_NO_CONFIG, 1);
+        let (_, back) = decode(&old).unwrap();
+        assert!(
+            same(&s, &back),
+            "a format-5 state decodes to the same state"
+        );
+        assert_eq!(back.heed.turn, 3);
+        assert!(back.heed.config.is_empty());
     }
 
     #[test]

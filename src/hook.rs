@@ -210,6 +210,9 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
             fresh()
         }
     };
+    if lock.is_some() {
+        notices.extend(config_loosened(&mut state, &cfg, cli.observe));
+    }
     // Only Claude Code says whether a person is watching; for the others it is unknown.
     let attended = (agent == Agent::Claude)
         .then(|| std::env::var("CLAUDE_CODE_SESSION_ATTENDED").ok())
@@ -355,6 +358,45 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         stdout,
         problems,
         exit: Exit::Ok,
+    })
+}
+
+/// The configuration loosened since the session began, or since the person was last told: a
+/// config file made or edited mid-session (one FileChanged may not see) that raises a threshold,
+/// switches a detector or the guard off, or exempts a command. Told once; the new configuration
+/// is the baseline from then on. A first call only takes the baseline.
+fn config_loosened(
+    state: &mut SessionState,
+    cfg: &config::Config,
+    flag_observe: bool,
+) -> Option<String> {
+    let old = postcard::from_bytes::<config::Config>(&state.heed.config).ok();
+    // `--observe` on the command line is how the hooks were wired (ConfigChange and the
+    // first-call check judge that), not a configuration that changed: the mode stays the one
+    // the baseline has.
+    let adjusted;
+    let cfg = match &old {
+        Some(o) if flag_observe && o.mode != cfg.mode => {
+            adjusted = config::Config {
+                mode: o.mode,
+                ..cfg.clone()
+            };
+            &adjusted
+        }
+        _ => cfg,
+    };
+    let now = postcard::to_allocvec(cfg).ok()?;
+    if state.heed.config == now {
+        return None;
+    }
+    state.heed.config = now;
+    let changes = crate::tighten::loosened(&old?, cfg);
+    (!changes.is_empty()).then(|| {
+        format!(
+            "loopgate's configuration was loosened during this session: {}. If you did not \
+             change it, `loopgate config` shows which file each value comes from.",
+            changes.join(", ")
+        )
     })
 }
 

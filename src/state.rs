@@ -57,6 +57,10 @@ pub struct Heed {
     pub standing: Option<Standing>,
     /// Refusals the agent walked into in that turn, oldest first: the ceiling's evidence.
     pub defied: VecDeque<Defied>,
+    /// The configuration in effect when the session began (or was last told of a change), as
+    /// its encoding: a later call that finds it loosened tells the person once (issue 30). Must
+    /// stay the last field: format 5 states are read by appending its default (`codec`).
+    pub config: Vec<u8>,
 }
 
 /// A refusal the agent has been told of.

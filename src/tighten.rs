@@ -73,6 +73,33 @@ pub fn rule(path: &str, v: &Value) -> Rule {
 
 /// Whether moving the setting at `path` from `current` to `wanted` keeps or tightens it. `Err`
 /// says, in words for the person, which way the project file may move it.
+/// The settings `new` loosens against `old` (a threshold raised, a detector or the guard
+/// switched off, observe mode, an exemption added), as `path old → new`, by the same rules a
+/// project file is held to.
+pub fn loosened(old: &crate::config::Config, new: &crate::config::Config) -> Vec<String> {
+    let (Ok(Value::Table(old)), Ok(Value::Table(new))) =
+        (Value::try_from(old), Value::try_from(new))
+    else {
+        return Vec::new();
+    };
+    let before: std::collections::BTreeMap<String, &Value> =
+        crate::config_sources::leaves(&old).into_iter().collect();
+    crate::config_sources::leaves(&new)
+        .into_iter()
+        .filter_map(|(path, now)| {
+            let was = before.get(&path).copied();
+            if was == Some(now) {
+                return None;
+            }
+            check(&path, was, now).err()?;
+            Some(match was {
+                Some(w) => format!("{path} {w} → {now}"),
+                None => format!("{path} = {now}"),
+            })
+        })
+        .collect()
+}
+
 pub fn check(path: &str, current: Option<&Value>, wanted: &Value) -> Result<(), String> {
     let rule = rule(path, wanted);
     let Some(current) = current else {
@@ -126,6 +153,36 @@ mod tests {
 
     fn v(s: &str) -> Value {
         format!("x = {s}").parse::<toml::Table>().unwrap()["x"].clone()
+    }
+
+    #[test]
+    fn loosening_is_named_and_tightening_is_not() {
+        use crate::config::{Config, Mode};
+        let old = Config::default();
+        let mut new = old.clone();
+        new.detectors.repeat.success = 9;
+        new.detectors.stagnation.deny_at = 4;
+        new.guard.enabled = false;
+        new.mode = Mode::Observe;
+        let changes = loosened(&old, &new);
+        assert!(
+            changes.contains(&"detectors.repeat.success 3 → 9".to_string()),
+            "{changes:?}"
+        );
+        assert!(
+            changes.iter().any(|c| c.starts_with("guard.enabled")),
+            "{changes:?}"
+        );
+        assert!(changes.iter().any(|c| c.starts_with("mode")), "{changes:?}");
+        assert!(
+            !changes.iter().any(|c| c.contains("deny_at")),
+            "a lower threshold is stricter: {changes:?}"
+        );
+        assert!(loosened(&old, &old).is_empty());
+        // The baseline survives its encoding in the state.
+        let bytes = postcard::to_allocvec(&new).unwrap();
+        let back: Config = postcard::from_bytes(&bytes).unwrap();
+        assert!(loosened(&new, &back).is_empty() && loosened(&back, &new).is_empty());
     }
 
     #[test]

@@ -197,3 +197,41 @@ fn a_handler_edited_in_place_is_refused_and_undone() {
         assert!(change(&env, &user, "user_settings").is_silent_allow());
     }
 }
+
+/// Issue 30 part 3: a configuration loosened mid-session (a user config made or edited while the
+/// session runs, which FileChanged may never see) is told once at the next call, naming what was
+/// loosened; a configuration in place from the start, or tightened, says nothing.
+#[test]
+fn a_configuration_loosened_mid_session_is_told_once() {
+    let env = Env::new().config("[detectors.repeat]\nunknown = 4\n");
+    let told = |out: &crate::common::Out| {
+        out.stdout
+            .contains("configuration was loosened during this session")
+    };
+    let first = env.bash("ls", Ok("a"));
+    assert!(
+        !told(&first),
+        "the first call takes the baseline: {}",
+        first.stdout
+    );
+
+    // Tightened: nothing to say.
+    let env = env.config("[detectors.repeat]\nunknown = 2\n");
+    assert!(!told(&env.bash("ls -a", Ok("a"))));
+
+    // Loosened by a file written behind the session's back.
+    let env =
+        env.config("[detectors.repeat]\nunknown = 2\nsuccess = 9\n[guard]\nenabled = false\n");
+    let out = env.bash("ls -l", Ok("a"));
+    assert!(told(&out), "{}", out.stdout);
+    let message = out.json()["systemMessage"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("detectors.repeat.success 3 → 9"),
+        "{message}"
+    );
+    assert!(message.contains("guard.enabled true → false"), "{message}");
+    assert!(!message.contains("unknown"), "{message}");
+    assert!(!told(&env.bash("ls -la", Ok("a"))), "told once");
+    let log = std::fs::read_to_string(env.state.join("events.jsonl")).unwrap();
+    assert!(log.contains("configuration was loosened"), "{log}");
+}

@@ -362,7 +362,8 @@ fn compact(v: &Value) -> String {
 /// be read are skipped, as `report` skips and counts them).
 fn read_events(state_dir: &Path, session: Option<&str>) -> Vec<Value> {
     let (mut events, _) = crate::cmd::report::read_events(state_dir, session, None);
-    // A `loopgate reset` line records the person's command, not a decision.
-    events.retain(|e| e["event"] != "reset");
+    // A `loopgate reset` line records the person's command, and a notice what the person was
+    // told (a lost state, a loosened configuration): neither is a decision.
+    events.retain(|e| e["event"] != "reset" && e["decision"] != "notice");
     events
 }
