@@ -370,27 +370,33 @@ fn config_loosened(
     cfg: &config::Config,
     flag_observe: bool,
 ) -> Option<String> {
-    let old = postcard::from_bytes::<config::Config>(&state.heed.config).ok();
-    // `--observe` on the command line is how the hooks were wired (ConfigChange and the
-    // first-call check judge that), not a configuration that changed: the mode stays the one
-    // the baseline has.
-    let adjusted;
-    let cfg = match &old {
-        Some(o) if flag_observe && o.mode != cfg.mode => {
-            adjusted = config::Config {
-                mode: o.mode,
-                ..cfg.clone()
-            };
-            &adjusted
-        }
-        _ => cfg,
-    };
+    // The common case, the same configuration again, costs one encoding and a comparison.
     let now = postcard::to_allocvec(cfg).ok()?;
     if state.heed.config == now {
         return None;
     }
+    let old = postcard::from_bytes::<config::Config>(&state.heed.config).ok();
+    // `--observe` on the command line is how the hooks were wired (ConfigChange and the
+    // first-call check judge that), not a configuration that changed: the mode stays the one
+    // the baseline has.
+    let (now, cfg) = match &old {
+        Some(o) if flag_observe && o.mode != cfg.mode => {
+            let kept = config::Config {
+                mode: o.mode,
+                ..cfg.clone()
+            };
+            (
+                postcard::to_allocvec(&kept).ok()?,
+                std::borrow::Cow::Owned(kept),
+            )
+        }
+        _ => (now, std::borrow::Cow::Borrowed(cfg)),
+    };
+    if state.heed.config == now {
+        return None;
+    }
     state.heed.config = now;
-    let changes = crate::tighten::loosened(&old?, cfg);
+    let changes = crate::tighten::loosened(&old?, &cfg);
     (!changes.is_empty()).then(|| {
         format!(
             "loopgate's configuration was loosened during this session: {}. If you did not \
