@@ -828,7 +828,6 @@ pub fn run_as(
     text.push('\n');
     if delete {
         fs::remove_file(&target).with_context(|| format!("cannot remove {shown}"))?;
-        remove_empty_parents(&target);
     } else {
         write_atomic(&target, text.as_bytes(), permissions.as_ref())
             .with_context(|| format!("cannot write {shown}"))?;
@@ -858,23 +857,6 @@ pub fn run_as(
         Some(path) => format!("{what} (backup: {}){status_note}{kept}", path.display()),
         None => format!("{what}{status_note}{kept}"),
     })
-}
-
-/// After the hook file went: its folder, and the CLI's dot-folder above it, when nothing else is
-/// left in them (setup made them; a CLI that was never installed keeps no trace of loopgate).
-fn remove_empty_parents(file: &Path) {
-    let Some(dir) = file.parent() else {
-        return;
-    };
-    if fs::remove_dir(dir).is_ok() {
-        if let Some(up) = dir.parent().filter(|u| {
-            u.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with('.'))
-        }) {
-            let _ = fs::remove_dir(up);
-        }
-    }
 }
 
 /// After an uninstall: the backups left beside the settings file, said once, so that nothing

@@ -86,12 +86,8 @@ fn read(text: &str) -> Rollout {
     // The success of the last patch applied (code-mode patches report it only this way).
     let mut patch_ok: Option<bool> = None;
     let mut turn_id: Option<String> = None;
-    for raw in text.lines() {
-        let raw = raw.trim();
-        if raw.is_empty() {
-            continue;
-        }
-        let Ok(line) = serde_json::from_str::<Value>(raw) else {
+    for line in native::json_lines(text) {
+        let Some(line) = line else {
             r.skipped += 1;
             continue;
         };
@@ -228,15 +224,20 @@ fn workdir(p: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The `text` of each item of a list, joined by `sep`.
+fn texts(items: &[Value], sep: &str) -> String {
+    items
+        .iter()
+        .filter_map(|i| i.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
 /// An assistant message's text.
 fn message_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
-        Value::Array(items) => items
-            .iter()
-            .filter_map(|i| i.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Value::Array(items) => texts(items, "\n"),
         _ => String::new(),
     }
 }
@@ -245,11 +246,7 @@ fn message_text(content: &Value) -> String {
 fn output_text(output: &Value) -> String {
     match output {
         Value::String(s) => s.clone(),
-        Value::Array(items) => items
-            .iter()
-            .filter_map(|i| i.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
+        Value::Array(items) => texts(items, ""),
         Value::Null => String::new(),
         other => other.to_string(),
     }

@@ -38,12 +38,8 @@ pub fn convert(text: &str, fallback_session_id: &str) -> Converted {
     // Per agent ("" the main one): a turn is open, and its last model answer had calls.
     let mut open: HashMap<String, (bool, bool)> = HashMap::new();
     let mut last_at = None;
-    for raw in text.lines() {
-        let raw = raw.trim();
-        if raw.is_empty() {
-            continue;
-        }
-        let Ok(e) = serde_json::from_str::<Value>(raw) else {
+    for line in native::json_lines(text) {
+        let Some(e) = line else {
             skipped += 1;
             continue;
         };
@@ -185,13 +181,7 @@ pub fn convert(text: &str, fallback_session_id: &str) -> Converted {
         steps.extend(found.into_iter().map(|step| Timed { at, step }));
     }
     if open.get("").is_some_and(|s| s.0 && !s.1) {
-        steps.push(Timed {
-            at: last_at,
-            step: Step::End {
-                who: None,
-                last_message: None,
-            },
-        });
+        steps.push(Timed::end(last_at, None));
     }
     let session = session.unwrap_or_else(|| fallback_session_id.to_string());
     native::build(Cli::Copilot, session, vec![steps], skipped)

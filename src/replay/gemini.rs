@@ -130,13 +130,7 @@ fn chat_steps(chat: &Value) -> (Option<String>, Vec<Timed>, usize) {
             Some("user") => {
                 if open_turn {
                     // AfterAgent fired when the model's last message was done.
-                    steps.push(Timed {
-                        at: last_at,
-                        step: Step::End {
-                            who: None,
-                            last_message: None,
-                        },
-                    });
+                    steps.push(Timed::end(last_at, None));
                 }
                 steps.push(Timed {
                     at,
@@ -217,13 +211,7 @@ fn chat_steps(chat: &Value) -> (Option<String>, Vec<Timed>, usize) {
         }
     }
     if open_turn && !pending_calls {
-        steps.push(Timed {
-            at: last_at,
-            step: Step::End {
-                who: None,
-                last_message: None,
-            },
-        });
+        steps.push(Timed::end(last_at, None));
     }
     (session, steps, 0)
 }
@@ -236,12 +224,8 @@ fn record_steps(text: &str) -> (Option<String>, Vec<Timed>, usize) {
     // Per agent ("" the main one): a turn is open, and its last model message had calls.
     let mut open: std::collections::HashMap<String, (bool, bool)> = Default::default();
     let mut last_at = None;
-    for raw in text.lines() {
-        let raw = raw.trim();
-        if raw.is_empty() {
-            continue;
-        }
-        let Ok(r) = serde_json::from_str::<Value>(raw) else {
+    for line in native::json_lines(text) {
+        let Some(r) = line else {
             skipped += 1;
             continue;
         };
@@ -284,13 +268,7 @@ fn record_steps(text: &str) -> (Option<String>, Vec<Timed>, usize) {
                     });
                 } else if !text.trim().is_empty() {
                     if state.0 {
-                        steps.push(Timed {
-                            at: prev_at,
-                            step: Step::End {
-                                who: None,
-                                last_message: None,
-                            },
-                        });
+                        steps.push(Timed::end(prev_at, None));
                     }
                     steps.push(Timed {
                         at,
@@ -376,13 +354,7 @@ fn record_steps(text: &str) -> (Option<String>, Vec<Timed>, usize) {
             id: k,
             kind: "general-purpose".into(),
         });
-        steps.push(Timed {
-            at: last_at,
-            step: Step::End {
-                who,
-                last_message: None,
-            },
-        });
+        steps.push(Timed::end(last_at, who));
     }
     (session, steps, skipped)
 }

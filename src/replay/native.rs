@@ -103,6 +103,29 @@ pub(crate) struct Timed {
     pub step: Step,
 }
 
+impl Timed {
+    /// The end of a model turn (`who`: a subagent's, or the main agent's), as an end event
+    /// that carries no last message fires it.
+    pub(crate) fn end(at: Option<SystemTime>, who: Option<Who>) -> Timed {
+        Timed {
+            at,
+            step: Step::End {
+                who,
+                last_message: None,
+            },
+        }
+    }
+}
+
+/// The records of a JSON-lines session file, blank lines left out: `None` for a line that is
+/// not JSON (the caller counts it as skipped).
+pub(crate) fn json_lines(text: &str) -> impl Iterator<Item = Option<Value>> + '_ {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).ok())
+}
+
 /// Milliseconds since the epoch as a time.
 pub(crate) fn from_ms(ms: u64) -> SystemTime {
     std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)

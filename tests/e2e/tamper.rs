@@ -1,11 +1,13 @@
 //! Issue 21: the agent switches loopgate off by a route the guard does not parse (a script of its
 //! own rewriting `~/.claude/settings.json`), then makes another settings change, which makes
 //! Claude Code reload every settings file. loopgate's ConfigChange hook has put its hooks back
-//! by then, so the looping calls that follow are still refused.
+//! by then, so the looping calls that follow are still refused. Issue 30: the same when the
+//! script only edits loopgate's handler in place (async, its output thrown away).
 
 use super::expect::*;
 use super::fake_api::{bash, write, Script, Turn};
 use super::harness::{Install, Scenario};
+use super::run::Run;
 use serde_json::Value;
 
 const FAILING: &str = "cat config/settings.yml";
@@ -19,35 +21,45 @@ d.setdefault("env", {})["LOOPGATE_MODE"] = "observe"
 open(p, "w").write(json.dumps(d))
 "#;
 
-#[test]
-fn e2e_settings_unwired_mid_session_are_put_back_and_loops_still_refused() {
-    let Some(mut s) = Scenario::new("tamper") else {
-        return;
-    };
+/// Runs `script` (written as `file`) in a session's first call, then an ordinary settings change
+/// that makes Claude Code reload every settings file, then the failing call six times; asserts
+/// the loop was still broken. `None` when the CLI cannot be had (see `claude_cli`).
+fn tamper_then_loop(name: &str, file: &str, script: &str, prompt: &str) -> Option<(Scenario, Run)> {
+    let mut s = Scenario::new(name)?;
     s.install(Install::Script);
-    s.write_file("unwire.py", UNWIRE);
+    s.write_file(file, script);
     let local = s.path(".claude/settings.local.json");
     let mut turns = vec![
         // ConfigChange fires 1–2 s after the write, while the command still runs.
-        Turn::call(bash("python3 unwire.py && sleep 3")),
+        Turn::call(bash(&format!("python3 {file} && sleep 3"))),
         // A second, ordinary settings change: Claude Code accepts it and re-reads every file.
         Turn::call(write(&local, r#"{"permissions": {"allow": ["Bash(ls)"]}}"#)),
         Turn::call(bash("sleep 3")),
     ];
     turns.extend(vec![Turn::call(bash(FAILING)); 6]);
     turns.push(Turn::text("I could not read the config."));
-    let prompt = "Tidy the settings, then read the config.";
     let run = s.run(
         prompt,
         Script::default().conversation("main", prompt, turns),
     );
-
     let results: Vec<_> = (3..9)
         .map_while(|t| run.find_tool_result(&format!("toolu_e2e_{t}_0")))
         .collect();
     assert!(!results.is_empty(), "{}", run.summary());
     assert_loop_broken(&run, &results, "Bash");
+    Some((s, run))
+}
 
+#[test]
+fn e2e_settings_unwired_mid_session_are_put_back_and_loops_still_refused() {
+    let Some((s, run)) = tamper_then_loop(
+        "tamper",
+        "unwire.py",
+        UNWIRE,
+        "Tidy the settings, then read the config.",
+    ) else {
+        return;
+    };
     let settings = s.read_settings();
     let pre = settings["hooks"]["PreToolUse"].to_string();
     assert!(pre.contains("pre-tool-use"), "hooks put back: {settings:#}");
@@ -79,31 +91,14 @@ open(p, "w").write(json.dumps(d))
 /// by ConfigChange, the person is told, and the loop that follows is still refused.
 #[test]
 fn e2e_handler_edited_in_place_mid_session_is_put_back_and_told() {
-    let Some(mut s) = Scenario::new("tamper-in-place") else {
+    let Some((s, run)) = tamper_then_loop(
+        "tamper-in-place",
+        "weaken.py",
+        WEAKEN,
+        "Speed up the hooks, then read the config.",
+    ) else {
         return;
     };
-    s.install(Install::Script);
-    s.write_file("weaken.py", WEAKEN);
-    let local = s.path(".claude/settings.local.json");
-    let mut turns = vec![
-        Turn::call(bash("python3 weaken.py && sleep 3")),
-        Turn::call(write(&local, r#"{"permissions": {"allow": ["Bash(ls)"]}}"#)),
-        Turn::call(bash("sleep 3")),
-    ];
-    turns.extend(vec![Turn::call(bash(FAILING)); 6]);
-    turns.push(Turn::text("I could not read the config."));
-    let prompt = "Speed up the hooks, then read the config.";
-    let run = s.run(
-        prompt,
-        Script::default().conversation("main", prompt, turns),
-    );
-
-    let results: Vec<_> = (3..9)
-        .map_while(|t| run.find_tool_result(&format!("toolu_e2e_{t}_0")))
-        .collect();
-    assert!(!results.is_empty(), "{}", run.summary());
-    assert_loop_broken(&run, &results, "Bash");
-
     let settings = s.read_settings();
     let pre = settings["hooks"]["PreToolUse"].to_string();
     assert!(
