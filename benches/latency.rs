@@ -1246,10 +1246,10 @@ fn encoded_state_size(path: &Path) -> Option<u64> {
     [0, loopgate::store::SLOT]
         .into_iter()
         .filter_map(|at| {
-            let mut h = [0u8; loopgate::codec::HEADER];
+            let mut h = [0u8; loopgate::store::codec::HEADER];
             f.read_exact_at(&mut h, at).ok()?;
-            let (_, len) = loopgate::codec::peek_header(&h).ok()?;
-            Some((len + loopgate::codec::HEADER) as u64)
+            let (_, len) = loopgate::store::codec::peek_header(&h).ok()?;
+            Some((len + loopgate::store::codec::HEADER) as u64)
         })
         .max()
 }

@@ -4,51 +4,22 @@
 //! hook call is a fresh process that reads one payload, updates the locked session state, and
 //! answers in the exact JSON Claude Code expects.
 
-pub mod bounded;
-pub mod canon;
 pub mod cli;
-pub mod clock;
 pub mod cmd;
-pub mod codec;
 pub mod config;
-pub mod config_sources;
-pub mod cost;
-pub mod detectors;
-pub mod dialect;
-pub mod engine;
-pub mod events;
-pub mod exit;
-pub mod gc;
-pub mod git;
+pub mod defence;
 pub mod hook;
-pub mod journal;
-pub mod ledger;
-pub mod ledger_block;
-pub mod noise;
-pub mod notice;
-pub mod outcome;
-pub mod outer_loop;
-pub mod paths;
-pub mod payload;
+pub mod judge;
 pub mod platform;
-pub mod redact;
-pub mod render;
+pub mod protocol;
 pub mod replay;
 pub mod setup;
-pub mod state;
 pub mod store;
-pub mod tighten;
-pub mod usage;
-pub mod verdict;
-pub mod wait;
-pub mod wildcard;
-pub mod wiring;
-pub mod wiring_check;
-pub mod words;
+pub mod util;
 
 use clap::Parser;
 use cli::{Cli, Command};
-use exit::Exit;
+use protocol::exit::Exit;
 use std::time::Duration;
 
 /// Set when a write to stdout failed because the reader went away (`loopgate status | head -1`).
@@ -132,12 +103,12 @@ fn run() -> Exit {
         Ok(c) => c,
         Err(e) => {
             let args: Vec<_> = std::env::args_os().skip(1).collect();
-            return match usage::refusal(&e, &args) {
-                usage::Refusal::Show(text) => {
+            return match cli::usage::refusal(&e, &args) {
+                cli::usage::Refusal::Show(text) => {
                     print!("{text}");
                     Exit::Ok
                 }
-                usage::Refusal::Error(text) => {
+                cli::usage::Refusal::Error(text) => {
                     eprint!("{text}");
                     Exit::FailOpen
                 }
@@ -239,7 +210,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             install_dir,
         } => cmd::setup::run(&cmd::setup::Options {
             show_bin: *show_bin,
-            agent: agent.unwrap_or(dialect::Agent::Claude),
+            agent: agent.unwrap_or(protocol::dialect::Agent::Claude),
             settings: settings.as_deref(),
             bin: bin.as_deref(),
             observe: cli.observe || *observe,
@@ -297,18 +268,18 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
                 loaded: &loaded,
                 state_dir: cmd::state_dir(cli.state_dir_for(state)).map_err(|e| format!("{e:#}")),
                 project,
-                home: paths::home_dir(),
+                home: config::paths::home_dir(),
                 managed_dir: managed_dir
                     .clone()
-                    .unwrap_or_else(paths::claude_managed_dir),
-                agents: dialect::Agent::ALL
+                    .unwrap_or_else(config::paths::claude_managed_dir),
+                agents: protocol::dialect::Agent::ALL
                     .into_iter()
-                    .filter(|&a| a != dialect::Agent::Claude)
-                    .filter_map(|a| Some((a, paths::agent_config_dir(a)?)))
+                    .filter(|&a| a != protocol::dialect::Agent::Claude)
+                    .filter_map(|a| Some((a, config::paths::agent_config_dir(a)?)))
                     .collect(),
                 path_var: std::env::var_os("PATH"),
                 sdk_bin: std::env::var_os("LOOPGATE_BIN").filter(|v| !v.is_empty()),
-                sdk_stable_bin: paths::npm_stable_bin(),
+                sdk_stable_bin: config::paths::npm_stable_bin(),
             };
             return cmd::doctor::run(&inputs, *json);
         }
@@ -396,7 +367,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
             "--observe" if inline.is_none() => observe = true,
             "--state-dir" => state_dir = Some(value()?),
             "--config" => config = Some(value()?),
-            "--agent" => agent = Some(dialect::Agent::parse(value()?.to_str()?)?),
+            "--agent" => agent = Some(protocol::dialect::Agent::parse(value()?.to_str()?)?),
             _ if inline.is_some() || command.is_some() => return None,
             "session-start" => command = Some(C::SessionStart),
             "pre-tool-use" => command = Some(C::PreToolUse),

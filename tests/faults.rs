@@ -935,8 +935,8 @@ fn a_state_that_vanishes_or_is_replaced_mid_session_is_said_and_logged() {
     assert_eq!(calls(&env), 1, "a fresh state");
 
     // Another session's (valid) state copied over this one's.
-    let other = loopgate::state::SessionState::new("someone-else", 1);
-    std::fs::write(&path, loopgate::codec::encode(&other, 1).unwrap()).unwrap();
+    let other = loopgate::judge::state::SessionState::new("someone-else", 1);
+    std::fs::write(&path, loopgate::store::codec::encode(&other, 1).unwrap()).unwrap();
     let out = env.bash("echo after swap", Ok("x"));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(notice(&out).contains("replaced"), "{}", out.stdout);

@@ -607,7 +607,7 @@ fn the_user_can_turn_the_guard_off_but_the_project_cannot() {
 /// drive the same judgement through the binary.
 #[test]
 fn every_call_of_the_transcript_corpus_passes_the_guard() {
-    use loopgate::detectors::guard::{judge, GuardEnv};
+    use loopgate::judge::detectors::guard::{judge, GuardEnv};
     let text = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus_calls.json"),
     )

@@ -622,7 +622,7 @@ fn home_unset_is_refused_clearly() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&o.stderr).trim(),
-        format!("loopgate: {}", loopgate::paths::NO_HOME)
+        format!("loopgate: {}", loopgate::config::paths::NO_HOME)
     );
     let o = Command::new(BIN)
         .args(["setup"])

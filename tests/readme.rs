@@ -125,7 +125,8 @@ fn every_readme_command_works_as_written() {
                             let accepted = install.contains(&format!(" {name} |"))
                                 || install.contains(&format!("| {name})"));
                             assert!(
-                                loopgate::dialect::Agent::parse(name).is_some() && accepted,
+                                loopgate::protocol::dialect::Agent::parse(name).is_some()
+                                    && accepted,
                                 "README: install.sh --agent does not take {name}"
                             );
                         }
@@ -200,12 +201,12 @@ fn config_is_valid(text: &str, complete: bool) {
     if !complete {
         return;
     }
-    for (key, _) in loopgate::config_sources::leaves(&loopgate::config_sources::schema()) {
+    for (key, _) in loopgate::config::sources::leaves(&loopgate::config::sources::schema()) {
         if key.ends_with("_tools") {
             continue;
         }
         assert!(
-            loopgate::config_sources::get(&shown, &key).is_some(),
+            loopgate::config::sources::get(&shown, &key).is_some(),
             "the README's config lacks {key}"
         );
     }

@@ -1,8 +1,8 @@
 //! `loopgate config`: the effective configuration as TOML, each value annotated with where it
 //! came from (default, user file, project file, config file, environment, flag).
 
+use crate::config::sources::Origin;
 use crate::config::Loaded;
-use crate::config_sources::Origin;
 use anyhow::{bail, Result};
 use serde_json::json;
 use std::io::Write;
@@ -14,7 +14,7 @@ pub fn run(loaded: &Loaded, as_json: bool) -> Result<()> {
     }
     let mut out = std::io::stdout().lock();
     if as_json {
-        let settings: Vec<_> = crate::config_sources::leaves(table(&loaded.effective))
+        let settings: Vec<_> = crate::config::sources::leaves(table(&loaded.effective))
             .into_iter()
             .map(|(key, v)| {
                 let origin = loaded.origins.get(&key).cloned().unwrap_or(Origin::Default);
@@ -22,7 +22,7 @@ pub fn run(loaded: &Loaded, as_json: bool) -> Result<()> {
                     "key": key,
                     "value": serde_json::to_value(v).unwrap_or_default(),
                     "source": origin,
-                    "env": crate::config_sources::env_var_for(&key),
+                    "env": crate::config::sources::env_var_for(&key),
                 })
             })
             .collect();
@@ -55,7 +55,7 @@ pub fn run(loaded: &Loaded, as_json: bool) -> Result<()> {
 
 /// Claude Code's user settings file, when its loopgate hooks run with `--observe`.
 fn observing_hooks() -> Option<std::path::PathBuf> {
-    crate::paths::agent_hook_file(crate::dialect::Agent::Claude)
+    crate::config::paths::agent_hook_file(crate::protocol::dialect::Agent::Claude)
         .filter(|f| crate::setup::observing_hooks_in(f))
 }
 

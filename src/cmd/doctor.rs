@@ -8,7 +8,7 @@
 //! One line per check, ✓ or ✗ with the fix; exit 1 when any check fails.
 
 use crate::config::Loaded;
-use crate::dialect::Agent;
+use crate::protocol::dialect::Agent;
 use crate::setup::{self, HOOKS};
 use serde::Serialize;
 use serde_json::Value;
@@ -304,7 +304,7 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
         };
         info(name, detail)
     };
-    let text = match crate::bounded::read_text(&file, None, 4 << 20) {
+    let text = match crate::platform::bounded::read_text(&file, None, 4 << 20) {
         Ok(Some(t)) => t,
         Ok(None) => return Some(unwired()),
         Err(why) => {
@@ -330,7 +330,8 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
     };
     let format = setup::agents::format(agent);
     let config = dir.join("config.toml");
-    let inspected = crate::wiring_check::inspect(agent, &[(file.clone(), settings)], Some(&config));
+    let inspected =
+        crate::defence::wiring_check::inspect(agent, &[(file.clone(), settings)], Some(&config));
     let found = inspected.found;
     if found.is_empty() {
         return Some(unwired());
@@ -539,7 +540,7 @@ fn wiring(inp: &Inputs) -> Wiring {
     }
     let mut plugins: BTreeMap<String, bool> = BTreeMap::new();
     for (label, file) in files {
-        let text = match crate::bounded::read_text(&file, None, 4 << 20) {
+        let text = match crate::platform::bounded::read_text(&file, None, 4 << 20) {
             Ok(Some(t)) => t,
             Ok(None) => continue,
             Err(why) => {

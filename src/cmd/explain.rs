@@ -7,8 +7,8 @@
 //! detector's thresholds) and the configuration, never a detector's internals, so it keeps
 //! working whatever the detectors become.
 
+use crate::config::sources::{self, Origin};
 use crate::config::Loaded;
-use crate::config_sources::{self, Origin};
 use anyhow::Result;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -48,9 +48,7 @@ pub fn run(
         .copied()
         .find(|e| e["decision"] != "warn")
         .unwrap_or(last);
-    let table = main["detector"]
-        .as_str()
-        .and_then(config_sources::detector_table);
+    let table = main["detector"].as_str().and_then(sources::detector_table);
     let settings = table
         .as_deref()
         .map(|t| current_settings(loaded, t))
@@ -146,7 +144,7 @@ pub fn run(
             out,
             "    in the user file {}, or in the environment as {}<KEY>",
             user_file(),
-            config_sources::env_var_for(&format!("{t}."))
+            sources::env_var_for(&format!("{t}."))
         )?;
         writeln!(
             out,
@@ -297,7 +295,7 @@ fn current_settings(loaded: &Loaded, table: &str) -> Vec<Setting> {
     let Some(toml::Value::Table(t)) = loaded
         .effective
         .as_ref()
-        .and_then(|e| config_sources::get(e, table))
+        .and_then(|e| sources::get(e, table))
     else {
         return Vec::new();
     };
@@ -321,13 +319,13 @@ fn watching(loaded: &Loaded) -> Vec<(String, Vec<String>, bool, Vec<Setting>)> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (path, v) in config_sources::leaves(root) {
+    for (path, v) in sources::leaves(root) {
         let Some(table) = path.strip_suffix(".enabled") else {
             continue;
         };
         let names: Vec<String> = known_detectors()
             .into_iter()
-            .filter(|d| config_sources::detector_table(d).as_deref() == Some(table))
+            .filter(|d| sources::detector_table(d).as_deref() == Some(table))
             .collect();
         out.push((
             table.to_string(),
@@ -340,7 +338,7 @@ fn watching(loaded: &Loaded) -> Vec<(String, Vec<String>, bool, Vec<Setting>)> {
 }
 
 fn known_detectors() -> Vec<String> {
-    config_sources::detector_names().collect()
+    sources::detector_names().collect()
 }
 
 fn user_file() -> String {
@@ -355,7 +353,7 @@ fn compact(v: &Value) -> String {
         _ => v.to_string(),
     };
     // The log is masked when written; a line from an older version may not be.
-    crate::payload::clip(&crate::redact::mask(&s), 300)
+    crate::protocol::payload::clip(&crate::judge::redact::mask(&s), 300)
 }
 
 /// Events of every log generation, oldest first, optionally of one session (lines that cannot

@@ -1,4 +1,4 @@
-//! `loopgate gc`: housekeeping of the state directory on demand (see [`crate::gc`]).
+//! `loopgate gc`: housekeeping of the state directory on demand (see [`crate::store::gc`]).
 
 use crate::config::Housekeeping;
 use anyhow::Result;
@@ -15,9 +15,9 @@ pub fn run(
 ) -> Result<()> {
     let age = match older_than {
         Some(s) => super::duration("--older-than", s)?,
-        None => crate::gc::max_age(cfg),
+        None => crate::store::gc::max_age(cfg),
     };
-    let swept = crate::gc::sweep(
+    let swept = crate::store::gc::sweep(
         state_dir,
         age,
         cfg.max_quarantined,

@@ -25,9 +25,9 @@ pub fn state_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
     }) {
         return Ok(d);
     }
-    match crate::paths::state_dir() {
+    match crate::config::paths::state_dir() {
         Some(d) => Ok(d),
-        None => bail!("{}", crate::paths::NO_HOME),
+        None => bail!("{}", crate::config::paths::NO_HOME),
     }
 }
 
@@ -42,7 +42,7 @@ pub fn duration(flag: &str, value: &str) -> Result<std::time::Duration> {
 
 /// Whether a hook has ever recorded anything in the state dir `dir`.
 pub fn state_exists(dir: &Path) -> bool {
-    dir.join("sessions").is_dir() || dir.join(crate::events::FILE).is_file()
+    dir.join("sessions").is_dir() || dir.join(crate::store::events::FILE).is_file()
 }
 
 /// The project a manual command looks at: the flag, else `CLAUDE_PROJECT_DIR`, else the

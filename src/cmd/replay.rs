@@ -7,7 +7,7 @@
 use crate::config::Config;
 use crate::replay::format::inspect;
 use crate::replay::{collect, plan, replay_session, tally, Cli, SessionReport};
-use crate::words::count;
+use crate::util::words::count;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -137,7 +137,7 @@ fn print_session(r: &SessionReport, blocks_only: bool) {
             "call"
         };
         let mut notes = String::new();
-        if f.agent != crate::state::MAIN_AGENT {
+        if f.agent != crate::judge::state::MAIN_AGENT {
             notes.push_str(" (subagent)");
         }
         if f.continuation {
@@ -147,14 +147,14 @@ fn print_session(r: &SessionReport, blocks_only: bool) {
         let call = format!("{call:>5}");
         println!(
             "  {at:<5} {call:<9} {:<12} {:<20} {:<6} {}{notes}",
-            crate::payload::clip(tool, 12),
+            crate::protocol::payload::clip(tool, 12),
             f.detector,
             f.decision,
             // Whole: a clipped reason hides what the agent would have been told.
             f.reason
         );
     }
-    for line in crate::cost::describe(&r.loops, "  cost: ") {
+    for line in crate::replay::cost::describe(&r.loops, "  cost: ") {
         println!("{line}");
     }
 }
@@ -189,7 +189,7 @@ fn print_summary(reports: &[SessionReport], skipped: usize) {
     let loops: Vec<_> = reports.iter().flat_map(|r| r.loops.clone()).collect();
     println!(
         "\n{}\n  (each loop from its first repeat to its last decision; main transcripts only)",
-        crate::cost::total(&loops)
+        crate::replay::cost::total(&loops)
     );
 }
 

@@ -3,7 +3,7 @@
 //! per session whether the agent was looping on its inputs (the same arguments again) or on its
 //! outputs (a tool that keeps answering the same): seed 004's `gate_blocked` aggregation.
 
-use crate::state::SessionState;
+use crate::judge::state::SessionState;
 use crate::store::Store;
 use anyhow::Result;
 use serde_json::{json, Map, Value};
@@ -31,16 +31,16 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
         .sessions()
         .into_iter()
         .filter_map(|(_, p)| Store::peek(&p))
-        .filter(|s| session.is_none_or(|id| s.session == crate::payload::clip(id, 128)))
+        .filter(|s| session.is_none_or(|id| s.session == crate::protocol::payload::clip(id, 128)))
         .collect();
     let mut report = build(&events, &states);
-    let costs = crate::cost::from_events(&events);
+    let costs = crate::replay::cost::from_events(&events);
     report["loop_cost"] = loop_cost_json(&costs);
     if unreadable > 0 {
         report["unreadable_lines_skipped"] = json!(unreadable);
     }
     // Logs written by older versions were not masked: mask on the way out too.
-    crate::redact::mask_value(&mut report);
+    crate::judge::redact::mask_value(&mut report);
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -51,11 +51,11 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
 }
 
 /// Per session its loops' cost, and the total.
-fn loop_cost_json(costs: &[(String, Vec<crate::cost::LoopCost>)]) -> Value {
+fn loop_cost_json(costs: &[(String, Vec<crate::replay::cost::LoopCost>)]) -> Value {
     let all: Vec<_> = costs.iter().flat_map(|(_, l)| l.clone()).collect();
     json!({
         "note": "tokens the model spent from each loop's first repeat to its last decision, read from the session transcripts; list prices only for known models",
-        "prices_date": crate::cost::PRICES_DATE,
+        "prices_date": crate::replay::cost::PRICES_DATE,
         "sessions": costs.iter().map(|(s, l)| json!({"session": s, "loops": l})).collect::<Vec<_>>(),
         "calls": all.iter().map(|l| l.calls).sum::<usize>(),
         "tokens": all.iter().map(|l| l.tokens).sum::<u64>(),
@@ -64,19 +64,19 @@ fn loop_cost_json(costs: &[(String, Vec<crate::cost::LoopCost>)]) -> Value {
 }
 
 /// What the loops cost, for people; `range` says which events were counted.
-pub fn print_loop_cost(costs: &[(String, Vec<crate::cost::LoopCost>)], range: &str) {
+pub fn print_loop_cost(costs: &[(String, Vec<crate::replay::cost::LoopCost>)], range: &str) {
     if costs.is_empty() {
         return;
     }
     println!("\nwhat the loops cost{range} (from each loop's first repeat to its last decision, read from the transcripts):");
     for (session, loops) in costs {
         println!("  session {session}");
-        for line in crate::cost::describe(loops, "    ") {
+        for line in crate::replay::cost::describe(loops, "    ") {
             println!("{line}");
         }
     }
     let all: Vec<_> = costs.iter().flat_map(|(_, l)| l.clone()).collect();
-    println!("  {}", crate::cost::total(&all));
+    println!("  {}", crate::replay::cost::total(&all));
 }
 
 /// The events of the log's generations, and how many lines could not be read. A line is read
@@ -89,7 +89,7 @@ pub fn read_events(
 ) -> (Vec<Value>, u64) {
     let mut out = Vec::new();
     let mut unreadable = 0;
-    for path in crate::gc::log_generations(state_dir) {
+    for path in crate::store::gc::log_generations(state_dir) {
         let Ok(bytes) = std::fs::read(path) else {
             continue;
         };
@@ -101,7 +101,7 @@ pub fn read_events(
                 unreadable += 1;
                 continue;
             };
-            if session.is_some_and(|id| e["session"] != crate::payload::clip(id, 128)) {
+            if session.is_some_and(|id| e["session"] != crate::protocol::payload::clip(id, 128)) {
                 continue;
             }
             let ts = e["ts"]
@@ -257,13 +257,13 @@ pub fn build(all_events: &[Value], states: &[SessionState]) -> Value {
             "of_which_ended_with_progress": turns_prog,
         },
         "sessions": per_session,
-        "generated": crate::clock::rfc3339(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)),
+        "generated": crate::platform::clock::rfc3339(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)),
     })
 }
 
 /// A JSON count with its noun, plural right.
 fn n(v: &Value, word: &str) -> String {
-    crate::words::count(v.as_u64().unwrap_or(0), word)
+    crate::util::words::count(v.as_u64().unwrap_or(0), word)
 }
 
 fn print(r: &Value) {

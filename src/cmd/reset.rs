@@ -1,6 +1,6 @@
 //! `loopgate reset`: clears loop state so a denied call may run again; config and log stay.
 
-use crate::state::{DecisionNote, Totals};
+use crate::judge::state::{DecisionNote, Totals};
 use crate::store::Store;
 use anyhow::{bail, Result};
 use std::time::Duration;
@@ -26,7 +26,7 @@ pub fn run(
     };
     let mut done = 0;
     let mut lines = Vec::new();
-    let now = crate::clock::now_ms();
+    let now = crate::platform::clock::now_ms();
     for stem in &stems {
         let lock = store.lock_stem(stem, lock_timeout)?;
         if let (Some(mut state), _) = store.load(&lock)? {
@@ -37,7 +37,7 @@ pub fn run(
             state.recent.clear();
             state.note(DecisionNote {
                 at_ms: now,
-                agent: crate::state::MAIN_AGENT.into(),
+                agent: crate::judge::state::MAIN_AGENT.into(),
                 event: "reset".into(),
                 tool: "-".into(),
                 detector: "loopgate reset".into(),
@@ -54,7 +54,7 @@ pub fn run(
         }
     }
     let log = crate::config::Log::default();
-    if let Err(e) = crate::events::append(store.dir(), &lines, &log, lock_timeout) {
+    if let Err(e) = crate::store::events::append(store.dir(), &lines, &log, lock_timeout) {
         crate::hook::say(&format!("the reset is not in the event log: {e:#}"));
     }
     if as_json {
@@ -71,9 +71,9 @@ pub fn run(
 /// The event-log line of a reset: the counters it cleared, for `report` to keep counting them.
 fn reset_line(session: &str, now_ms: u64, before: &Totals) -> serde_json::Value {
     serde_json::json!({
-        "ts": crate::clock::rfc3339(now_ms),
+        "ts": crate::platform::clock::rfc3339(now_ms),
         "session": session,
-        "agent": crate::state::MAIN_AGENT,
+        "agent": crate::judge::state::MAIN_AGENT,
         "prompt_id": null,
         "event": "reset",
         "tool": null,

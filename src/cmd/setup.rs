@@ -2,7 +2,7 @@
 //! or with `--agent <cli>` into another agent CLI's hook file; removes them, or restores the file
 //! from one of its backups.
 
-use crate::dialect::Agent;
+use crate::protocol::dialect::Agent;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -33,12 +33,12 @@ pub fn run(o: &Options) -> Result<()> {
     if let Some(dir) = &o.managed {
         return managed(o, dir);
     }
-    let user_file = crate::paths::agent_hook_file(o.agent);
+    let user_file = crate::config::paths::agent_hook_file(o.agent);
     let settings: PathBuf = match o.settings {
         Some(p) => p.to_path_buf(),
         None => user_file
             .clone()
-            .with_context(|| crate::paths::NO_HOME.to_string())?,
+            .with_context(|| crate::config::paths::NO_HOME.to_string())?,
     };
     if o.show_bin {
         let programs = if o.agent.is_plugin() {
@@ -93,7 +93,7 @@ pub fn run(o: &Options) -> Result<()> {
     if o.agent == Agent::Claude {
         if let Some(dir) = &o.state_dir {
             // Best effort: without the record, a mid-session uninstall is undone and reported.
-            let _ = crate::wiring::sanction(dir, &settings);
+            let _ = crate::defence::wiring::sanction(dir, &settings);
         }
     }
     if o.json {

@@ -1,7 +1,7 @@
 //! `loopgate status`: sessions with their counters and last decisions.
 
-use crate::clock::rfc3339;
-use crate::state::SessionState;
+use crate::judge::state::SessionState;
+use crate::platform::clock::rfc3339;
 use crate::store::Store;
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
@@ -18,7 +18,7 @@ pub fn run(
     let cutoff_ms = match since {
         Some(s) => {
             let d = super::duration("--since", s)?;
-            Some(crate::clock::now_ms().saturating_sub(d.as_millis() as u64))
+            Some(crate::platform::clock::now_ms().saturating_sub(d.as_millis() as u64))
         }
         None => None,
     };
@@ -42,7 +42,7 @@ pub fn run(
     if as_json {
         let mut all = Value::Array(sessions.iter().map(|(stem, s)| summary(stem, s)).collect());
         // States written by older versions were not masked: mask on the way out too.
-        crate::redact::mask_value(&mut all);
+        crate::judge::redact::mask_value(&mut all);
         println!("{}", serde_json::to_string_pretty(&all)?);
         return Ok(());
     }
@@ -56,13 +56,13 @@ pub fn run(
     if let Some(id) = session {
         // One session asked for: what its loops cost (reads its transcript; hooks never do).
         let (events, _) = crate::cmd::report::read_events(store.dir(), Some(id), None);
-        crate::cmd::report::print_loop_cost(&crate::cost::from_events(&events), "");
+        crate::cmd::report::print_loop_cost(&crate::replay::cost::from_events(&events), "");
     }
     Ok(())
 }
 
 /// The calls of an agent now repeating the same answer with nothing new between, longest first.
-fn repeats(s: &SessionState, a: &crate::state::AgentState) -> Vec<(String, u32, bool)> {
+fn repeats(s: &SessionState, a: &crate::judge::state::AgentState) -> Vec<(String, u32, bool)> {
     let mut keys = Vec::new();
     let mut out = Vec::new();
     for e in a.ledger.answers() {
@@ -70,10 +70,11 @@ fn repeats(s: &SessionState, a: &crate::state::AgentState) -> Vec<(String, u32, 
             continue;
         }
         keys.push(e.key);
-        if let Some(c) = crate::detectors::repeat::chain(&a.ledger, &e.key, s.world.epoch, 0) {
+        if let Some(c) = crate::judge::detectors::repeat::chain(&a.ledger, &e.key, s.world.epoch, 0)
+        {
             if c.answers >= 2 {
                 out.push((
-                    crate::detectors::describe(&e.tool, &e.target),
+                    crate::judge::detectors::describe(&e.tool, &e.target),
                     c.answers,
                     e.status.failed(),
                 ));
@@ -123,7 +124,7 @@ pub fn summary(stem: &str, s: &SessionState) -> Value {
 
 /// Where the session stands against the ceiling nothing but `loopgate reset` lowers.
 fn ceiling(s: &SessionState) -> Value {
-    use crate::detectors::ceiling::{SESSION_BOUND, TURN_BOUND};
+    use crate::judge::detectors::ceiling::{SESSION_BOUND, TURN_BOUND};
     let c = &s.ceiling;
     let current = c.turn == s.turn.number;
     json!({
@@ -136,7 +137,7 @@ fn ceiling(s: &SessionState) -> Value {
         "last_ended_ms": c.last_ended_ms,
         // What the count is made of: the refusals the agent walked into in this turn.
         "walked_into": if s.heed.turn == s.turn.number {
-            s.heed.defied.iter().map(|d| json!({"at_ms": d.at_ms, "call": crate::redact::mask(&d.what), "detector": d.detector})).collect::<Vec<_>>()
+            s.heed.defied.iter().map(|d| json!({"at_ms": d.at_ms, "call": crate::judge::redact::mask(&d.what), "detector": d.detector})).collect::<Vec<_>>()
         } else {
             Vec::new()
         },
@@ -165,7 +166,7 @@ fn with_rfc3339(v: &mut Value) {
 
 /// `println!` with secrets masked.
 macro_rules! say {
-    ($($arg:tt)*) => { println!("{}", crate::redact::mask(&format!($($arg)*))) };
+    ($($arg:tt)*) => { println!("{}", crate::judge::redact::mask(&format!($($arg)*))) };
 }
 
 fn print_session(s: &SessionState) {
@@ -201,10 +202,10 @@ fn print_session(s: &SessionState) {
     say!(
         "  turn {}: {} ({} failed), {}, {}",
         s.turn.number,
-        crate::words::count(s.turn.edit_attempts, "edit attempt"),
+        crate::util::words::count(s.turn.edit_attempts, "edit attempt"),
         s.turn.edit_failures,
-        crate::words::count(s.turn.interventions, "intervention"),
-        crate::words::count(s.turn.stop_blocks, "stop block")
+        crate::util::words::count(s.turn.interventions, "intervention"),
+        crate::util::words::count(s.turn.stop_blocks, "stop block")
     );
     say!(
         "  circuit breaker {}, {} in a row without progress",
@@ -212,7 +213,7 @@ fn print_session(s: &SessionState) {
             .ok()
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default(),
-        crate::words::count(s.breaker.no_progress_turns, "turn")
+        crate::util::words::count(s.breaker.no_progress_turns, "turn")
     );
     let c = ceiling(s);
     say!(
@@ -235,7 +236,7 @@ fn print_session(s: &SessionState) {
     if s.heed.turn == s.turn.number && !s.heed.defied.is_empty() {
         say!(
             "    walked into: {}",
-            crate::detectors::ceiling::evidence(&s.heed)
+            crate::judge::detectors::ceiling::evidence(&s.heed)
         );
     }
     for t in &s.breaker.history {
@@ -249,7 +250,7 @@ fn print_session(s: &SessionState) {
     }
     say!(
         "  work: {} tracked, {} new states so far",
-        crate::words::count(s.world.files.len() as u64, "file"),
+        crate::util::words::count(s.world.files.len() as u64, "file"),
         s.world.novel_states
     );
     for (name, a) in &s.agents {
@@ -261,7 +262,7 @@ fn print_session(s: &SessionState) {
             .unwrap_or_default();
         say!(
             "  agent {name}: {} in the ledger{repeat}",
-            crate::words::count(a.ledger.entries.len() as u64, "call")
+            crate::util::words::count(a.ledger.entries.len() as u64, "call")
         );
     }
     for n in &s.recent {

@@ -3,8 +3,8 @@
 //! `tests/fixtures/statusline/`) whenever the screen updates, so this reads the state without the
 //! lock and without clap, writes nothing, and says little while all is well.
 
-use crate::detectors::ceiling::{SESSION_BOUND, TURN_BOUND};
-use crate::state::SessionState;
+use crate::judge::detectors::ceiling::{SESSION_BOUND, TURN_BOUND};
+use crate::judge::state::SessionState;
 use crate::store::Store;
 use std::io::Read;
 use std::path::PathBuf;
@@ -44,7 +44,7 @@ pub fn run(state_dir: Option<PathBuf>, json: bool) {
 fn judge(input: &str, state_dir: Option<PathBuf>) -> (String, Option<SessionState>) {
     if std::env::var("LOOPGATE_DISABLE")
         .ok()
-        .and_then(|v| crate::config_sources::parse_bool(&v))
+        .and_then(|v| crate::config::sources::parse_bool(&v))
         == Some(true)
     {
         return ("loopgate off (LOOPGATE_DISABLE is set)".into(), None);

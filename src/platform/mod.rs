@@ -19,6 +19,9 @@ use std::fs::{File, Metadata};
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub mod bounded;
+pub mod clock;
+pub mod git;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]

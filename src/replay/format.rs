@@ -15,7 +15,7 @@
 //!   `opencode export` prints it (a child session, a subagent's, names its parent: `parentID`).
 
 use super::transcript::{self, Kind};
-use crate::dialect::{Agent, Caps};
+use crate::protocol::dialect::{Agent, Caps};
 use serde::Serialize;
 use serde_json::Value;
 

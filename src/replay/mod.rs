@@ -16,6 +16,7 @@
 
 pub mod codex;
 pub mod copilot;
+pub mod cost;
 pub mod format;
 pub mod gemini;
 mod native;
@@ -25,11 +26,11 @@ pub mod transcript;
 pub use format::Cli;
 
 use crate::config::{Config, Mode};
-use crate::engine::{self, decision_name, Ctx};
-use crate::git::Worktree;
-use crate::payload::{Event, Payload};
-use crate::state::SessionState;
-use crate::verdict::{Action, Verdict};
+use crate::judge::engine::{self, decision_name, Ctx};
+use crate::judge::state::SessionState;
+use crate::platform::git::Worktree;
+use crate::protocol::payload::{Event, Payload};
+use crate::protocol::verdict::{Action, Verdict};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -108,7 +109,7 @@ pub struct SessionReport {
     pub stops: usize,
     pub fired: Vec<Fired>,
     /// What each loop cost, from the main transcript's token usage.
-    pub loops: Vec<crate::cost::LoopCost>,
+    pub loops: Vec<crate::replay::cost::LoopCost>,
 }
 
 /// Replays one transcript's text through the engine.
@@ -180,7 +181,7 @@ pub fn replay_session(
     });
     // Token usage is read from Claude Code transcripts only.
     let loops = if cli == Cli::Claude {
-        crate::cost::read(main).loops(&decisions(&fired))
+        crate::replay::cost::read(main).loops(&decisions(&fired))
     } else {
         Vec::new()
     };
@@ -201,12 +202,12 @@ pub fn replay_session(
     }
 }
 
-/// The decisions of a replay, as [`crate::cost`] places them in the transcript.
-fn decisions(fired: &[Fired]) -> Vec<crate::cost::Decision> {
+/// The decisions of a replay, as [`crate::replay::cost`] places them in the transcript.
+fn decisions(fired: &[Fired]) -> Vec<crate::replay::cost::Decision> {
     fired
         .iter()
         .filter(|f| !f.continuation)
-        .map(|f| crate::cost::Decision {
+        .map(|f| crate::replay::cost::Decision {
             detector: f.detector.to_string(),
             tool_use_id: f.tool_use_id.clone(),
             at_ms: f.at_ms,
@@ -467,7 +468,7 @@ pub fn tally(reports: &[SessionReport]) -> BTreeMap<&'static str, (usize, usize)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::Severity;
+    use crate::protocol::verdict::Severity;
     use serde_json::json;
 
     fn stop(continued: bool, ms: u64) -> ConvertedPayload {

@@ -3,7 +3,7 @@
 //! file ([`super::codex`], [`super::gemini`], [`super::copilot`], [`super::opencode`]).
 //!
 //! Every call goes through the live hook's own mapping for that CLI
-//! ([`crate::dialect::canonical_call`], [`crate::dialect::recorded_answer`]), so replay judges
+//! ([`crate::protocol::dialect::canonical_call`], [`crate::protocol::dialect::recorded_answer`]), so replay judges
 //! a call exactly as the hook would have: the same tool name, input keys and answer text. What a
 //! file knows beyond the hook (an exit code the hook never sees) decides success or failure; where
 //! the file knows no more than the hook, the hook's own reading of the text decides.
@@ -15,7 +15,7 @@
 
 use super::format::Cli;
 use super::transcript::{Converted, ConvertedPayload, ReplayCall};
-use crate::dialect;
+use crate::protocol::dialect;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::time::SystemTime;

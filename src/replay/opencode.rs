@@ -30,7 +30,7 @@
 use super::native::{self, from_ms, Answer, Step, Timed, Who};
 use super::transcript::Converted;
 use super::Cli;
-use crate::dialect::{canonical_call as dialect_call, Agent};
+use crate::protocol::dialect::{canonical_call as dialect_call, Agent};
 use serde_json::{json, Map, Value};
 
 /// An OpenCode call under Claude Code's tool name and input keys.

@@ -12,7 +12,7 @@
 //! against what `codex app-server`'s `hooks/list` reports for loopgate's hooks in Codex 0.169.0.
 
 use super::{Format, HOOK_TIMEOUT_SECS};
-use crate::dialect::Agent;
+use crate::protocol::dialect::Agent;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 use std::fs;
@@ -126,8 +126,9 @@ pub fn run(
             out.summary.push_str(&trust);
         }
     }
-    let project =
-        user_file.is_none_or(|user| crate::paths::lexical(user) != crate::paths::lexical(path));
+    let project = user_file.is_none_or(|user| {
+        crate::config::paths::lexical(user) != crate::config::paths::lexical(path)
+    });
     if !uninstall && project {
         out.notes.extend(project_note(agent, path));
     }
@@ -229,7 +230,9 @@ pub fn codex_hooks(path: &Path, settings: &Value) -> Vec<CodexHook> {
 /// The absolute path Codex names a hook file by in its trust keys.
 fn codex_key_source(path: &Path) -> String {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    crate::paths::lexical(&absolute).display().to_string()
+    crate::config::paths::lexical(&absolute)
+        .display()
+        .to_string()
 }
 
 /// Codex's label for an event in trust keys and hashes: `PreToolUse` → `pre_tool_use`.
@@ -424,7 +427,7 @@ fn edit_trust(
 
 /// Codex's user `config.toml`.
 pub fn codex_config_file() -> Option<PathBuf> {
-    crate::paths::agent_config_dir(Agent::Codex).map(|dir| dir.join("config.toml"))
+    crate::config::paths::agent_config_dir(Agent::Codex).map(|dir| dir.join("config.toml"))
 }
 
 #[cfg(test)]
@@ -700,7 +703,7 @@ mod tests {
         let state = table["hooks"]["state"].as_table().unwrap();
         let ours = codex_hooks_in(&hooks).unwrap();
         assert_eq!(ours.len(), 5);
-        let source = crate::paths::lexical(&std::path::absolute(&hooks).unwrap());
+        let source = crate::config::paths::lexical(&std::path::absolute(&hooks).unwrap());
         let pre = ours.iter().find(|h| h.event == "PreToolUse").unwrap();
         assert_eq!(pre.key, format!("{}:pre_tool_use:1:0", source.display()));
         for hook in &ours {

@@ -6,7 +6,7 @@
 //! it, uninstalling deletes it.
 
 use super::agents::Outcome;
-use crate::dialect::Agent;
+use crate::protocol::dialect::Agent;
 use anyhow::{bail, Context, Result};
 use std::fs;
 use std::io;

@@ -1,0 +1,4 @@
+//! Defence by effect: loopgate's own wiring in each CLI's settings, checked and healed.
+
+pub mod wiring;
+pub mod wiring_check;

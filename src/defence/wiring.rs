@@ -1,0 +1,492 @@
+//! Defence by effect on Claude Code's settings. Whatever tool or command changed a settings file
+//! (a route the guard does not parse included), Claude Code fires `ConfigChange` with the file's
+//! path before it takes the change in, and a `decision: block` keeps the hooks it has loaded.
+//! Observed (`code-mode-and-config-change-observed.md` §B.4, §B.8): the block holds only until
+//! the next change Claude Code accepts, which re-reads every settings file from disk. So the
+//! answer to a change that switches loopgate off is to put the files right — loopgate's hooks
+//! back, the disabling keys out, the changed version kept beside the file — and block; every
+//! later reload then finds loopgate wired.
+//!
+//! The files are read as JSON, so `"disable\u0041llHooks"` is `disableAllHooks`. A change the
+//! person made with `loopgate setup` is recorded ([`sanction`]) and left alone.
+
+use crate::setup;
+use anyhow::{Context, Result};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Beside a settings file, the version loopgate undid.
+pub const ASIDE_SUFFIX: &str = ".loopgate-undone";
+/// In the state dir: `sha256 path` lines of settings files as `loopgate setup` last wrote them.
+const SANCTIONED: &str = "sanctioned-settings";
+
+/// What a settings file does that switches loopgate off.
+fn disabling(settings: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    if settings
+        .get("disableAllHooks")
+        .is_some_and(|v| v != &Value::Bool(false))
+    {
+        found.push("it sets disableAllHooks".to_string());
+    }
+    for key in env_overrides(settings) {
+        found.push(format!("it sets {key} for every hook"));
+    }
+    found
+}
+
+/// Keys of the settings' (or a handler's) `env` that change where loopgate looks or what it does.
+pub(crate) fn env_overrides(settings: &Value) -> Vec<String> {
+    settings
+        .get("env")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(Map::keys)
+        .filter(|k| k.starts_with("LOOPGATE_") || *k == "HOME" || k.starts_with("XDG_"))
+        .cloned()
+        .collect()
+}
+
+/// The settings files Claude Code reads hooks from (user, project, local), as far as known.
+pub fn settings_files(home: Option<&Path>, project: Option<&Path>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => files.push(PathBuf::from(d).join("settings.json")),
+        None => files.extend(home.map(|h| h.join(".claude/settings.json"))),
+    }
+    if let Some(p) = project {
+        files.push(p.join(".claude/settings.json"));
+        files.push(p.join(".claude/settings.local.json"));
+    }
+    // Managed settings wire loopgate where the agent cannot write (`setup --managed`).
+    let managed = setup::managed_dir();
+    files.push(managed.join("managed-settings.json"));
+    if let Ok(entries) = std::fs::read_dir(managed.join("managed-settings.d")) {
+        files.extend(entries.flatten().map(|e| e.path()));
+    }
+    files
+}
+
+/// A settings file's JSON; a missing or empty file is `{}`, one that does not parse is `None`.
+fn read(path: &Path) -> Option<(Option<String>, Value)> {
+    match std::fs::read_to_string(path) {
+        Ok(text) if text.trim().is_empty() => Some((Some(text), Value::Object(Map::new()))),
+        Ok(text) => {
+            let v = serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')).ok()?;
+            v.is_object().then_some((Some(text), v))
+        }
+        Err(_) => Some((None, Value::Object(Map::new()))),
+    }
+}
+
+/// Loopgate's events no settings file wires any more.
+fn unwired(files: &[(PathBuf, Value)]) -> Vec<&'static str> {
+    setup::HOOKS
+        .iter()
+        .map(|&(event, _, _)| event)
+        // FileChanged only reports; settings written before loopgate wired it still work.
+        .filter(|event| *event != "FileChanged")
+        .filter(|event| {
+            !files.iter().any(|(_, v)| {
+                let mut only = Map::new();
+                if let Some(groups) = v.get("hooks").and_then(|h| h.get(*event)) {
+                    only.insert((*event).to_string(), groups.clone());
+                }
+                let mut probe = Map::new();
+                probe.insert("hooks".into(), Value::Object(only));
+                setup::has_loopgate_hooks(&Value::Object(probe))
+            })
+        })
+        .collect()
+}
+
+/// The outcome of a settings change that switched loopgate off: what it did, and what loopgate
+/// did about it.
+#[derive(Debug)]
+pub struct Undone {
+    pub changed: PathBuf,
+    pub problems: Vec<String>,
+    /// Files rewritten, each with where its changed version was kept.
+    pub repaired: Vec<(PathBuf, PathBuf)>,
+    /// Why a file could not be put right, if one could not.
+    pub failed: Vec<String>,
+}
+
+impl Undone {
+    /// One message for the person (and the reason Claude Code records for the block).
+    pub fn message(&self) -> String {
+        let mut m = format!(
+            "loopgate: a change to {} would switch loopgate off ({}). The change is refused",
+            self.changed.display(),
+            self.problems.join("; ")
+        );
+        for (file, aside) in &self.repaired {
+            m.push_str(&format!(
+                "; loopgate's hooks were put back in {} (the changed version is kept in {})",
+                file.display(),
+                aside.display()
+            ));
+        }
+        for f in &self.failed {
+            m.push_str(&format!("; {f}"));
+        }
+        m.push_str(
+            ". Only a person can switch loopgate off: run `loopgate setup --uninstall` (or set \
+             [guard] in your own config) yourself.",
+        );
+        m
+    }
+}
+
+/// Judges the settings after a change to `changed`: when any file in `files` disables hooks or
+/// overrides loopgate's environment, or loopgate's events are no longer all wired, puts the
+/// files right (hooks merged back with `command_prefix` into the changed file, disabling keys
+/// removed) and says what it did. `None`: nothing switches loopgate off.
+pub fn check_change(
+    changed: &Path,
+    files: &[PathBuf],
+    command_prefix: Option<&str>,
+    state_dir: Option<&Path>,
+) -> Option<Undone> {
+    let mut all: Vec<PathBuf> = files.to_vec();
+    if !all.iter().any(|f| f == changed) {
+        all.push(changed.to_path_buf());
+    }
+    let mut problems = Vec::new();
+    let mut parsed: Vec<(PathBuf, Option<String>, Value)> = Vec::new();
+    for f in &all {
+        let Some((text, v)) = read(f) else { continue };
+        if text.as_deref().is_some_and(|t| sanctioned(state_dir, f, t)) {
+            // As `loopgate setup` left it: the person's own doing.
+            parsed.push((f.clone(), text, v));
+            continue;
+        }
+        problems.extend(
+            disabling(&v)
+                .into_iter()
+                .map(|p| format!("{}: {p}", f.display())),
+        );
+        parsed.push((f.clone(), text, v));
+    }
+    let values: Vec<(PathBuf, Value)> = parsed
+        .iter()
+        .map(|(p, _, v)| (p.clone(), v.clone()))
+        .collect();
+    // Run from a plugin, loopgate's hooks are not in any settings file: only what disables
+    // hooks counts then.
+    let missing = match command_prefix {
+        Some(_) => unwired(&values),
+        None => Vec::new(),
+    };
+    let person_unwired = parsed
+        .iter()
+        .any(|(f, t, _)| t.as_deref().is_some_and(|t| sanctioned(state_dir, f, t)));
+    if !missing.is_empty() && !person_unwired {
+        problems.push(format!("loopgate's {} hooks are gone", missing.join(", ")));
+    }
+    // Handlers edited in place, in files the person did not leave so.
+    let mut drifted: Vec<PathBuf> = Vec::new();
+    if let Some(prefix) = command_prefix {
+        let managed = setup::managed_dir();
+        for (f, t, v) in &parsed {
+            // Managed settings are out of the agent's reach, and the person's setup wrote them
+            // with the root-owned copy.
+            if f.starts_with(&managed) || t.as_deref().is_some_and(|t| sanctioned(state_dir, f, t))
+            {
+                continue;
+            }
+            let drift = setup::handler_drift(v, prefix, &setup::CLAUDE);
+            if !drift.is_empty() {
+                problems.extend(drift.into_iter().map(|d| format!("{}: {d}", f.display())));
+                drifted.push(f.clone());
+            }
+        }
+    }
+    if problems.is_empty() {
+        return None;
+    }
+    let mut undone = Undone {
+        changed: changed.to_path_buf(),
+        problems,
+        repaired: Vec::new(),
+        failed: Vec::new(),
+    };
+    for (file, text, mut v) in parsed {
+        let mut fix = !disabling(&v).is_empty()
+            && !text
+                .as_deref()
+                .is_some_and(|t| sanctioned(state_dir, &file, t));
+        if fix {
+            if let Some(root) = v.as_object_mut() {
+                root.remove("disableAllHooks");
+                if let Some(env) = root.get_mut("env").and_then(Value::as_object_mut) {
+                    env.retain(|k, _| {
+                        !(k.starts_with("LOOPGATE_") || k == "HOME" || k.starts_with("XDG_"))
+                    });
+                }
+            }
+        }
+        let rewire =
+            (file == changed && !missing.is_empty() && !person_unwired) || drifted.contains(&file);
+        if let Some(prefix) = command_prefix.filter(|_| rewire) {
+            match setup::merge(&mut v, prefix) {
+                Ok(_) => fix = true,
+                Err(e) => undone.failed.push(format!("{}: {e:#}", file.display())),
+            }
+        }
+        if !fix {
+            continue;
+        }
+        match put_right(&file, text.as_deref(), &v) {
+            Ok(aside) => undone.repaired.push((file, aside)),
+            Err(e) => undone
+                .failed
+                .push(format!("{} could not be put right: {e:#}", file.display())),
+        }
+    }
+    Some(undone)
+}
+
+/// Writes the repaired settings, keeping the changed version beside them.
+fn put_right(file: &Path, changed: Option<&str>, repaired: &Value) -> Result<PathBuf> {
+    let mut aside = file.as_os_str().to_owned();
+    aside.push(ASIDE_SUFFIX);
+    let aside = PathBuf::from(aside);
+    setup::write_atomic(&aside, changed.unwrap_or("").as_bytes(), None)
+        .with_context(|| format!("cannot keep the changed version in {}", aside.display()))?;
+    let mut text = serde_json::to_string_pretty(repaired)?;
+    text.push('\n');
+    let permissions = std::fs::metadata(file).ok().map(|m| m.permissions());
+    setup::write_atomic(file, text.as_bytes(), permissions.as_ref())?;
+    Ok(aside)
+}
+
+fn digest(text: &str) -> String {
+    crate::util::canon::text_key(text)
+}
+
+/// Whether `text` is how `loopgate setup` last left `file`.
+fn sanctioned(state_dir: Option<&Path>, file: &Path, text: &str) -> bool {
+    let Some(dir) = state_dir else { return false };
+    let Ok(list) = std::fs::read_to_string(dir.join(SANCTIONED)) else {
+        return false;
+    };
+    let line = format!("{} {}", digest(text), file.display());
+    list.lines().any(|l| l == line)
+}
+
+/// Records that `loopgate setup` (the person) wrote `file` as it now is, so the ConfigChange
+/// that follows is not undone.
+pub fn sanction(state_dir: &Path, file: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let path = state_dir.join(SANCTIONED);
+    let shown = file.display().to_string();
+    let mut lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.split_once(' ').is_some_and(|(_, f)| f != shown))
+        .map(str::to_string)
+        .collect();
+    lines.push(format!("{} {shown}", digest(&text)));
+    // Opening the store makes the dir as the hooks do (private).
+    crate::store::Store::open(state_dir)?;
+    setup::write_atomic(&path, (lines.join("\n") + "\n").as_bytes(), None)
+}
+
+/// In the state dir's `sessions/`: what FileChanged noticed, for the session's next hook call
+/// to show (FileChanged's own answer is shown nowhere, observed). A `.notice` file, so `gc`
+/// removes one that no call ever took.
+const PENDING_EXT: &str = "changed.notice";
+/// A pending file past this is not added to: the person has been told enough.
+const PENDING_MAX: u64 = 16 << 10;
+
+/// The paths a Claude Code session should watch for FileChanged: the hooks' binary and
+/// loopgate's config files that exist now (a file made later is reported unreliably, observed).
+/// The settings files are not among them: ConfigChange already sees, and can undo, their changes.
+pub fn watch_paths(exe: Option<&Path>, config_files: &[PathBuf]) -> Vec<PathBuf> {
+    exe.into_iter()
+        .map(Path::to_path_buf)
+        .chain(config_files.iter().cloned())
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// SessionStart's answer asking Claude Code to watch `paths`; it reaches neither the model nor
+/// the screen (observed).
+pub fn watch_answer(paths: &[PathBuf]) -> Option<String> {
+    if paths.is_empty() {
+        return None;
+    }
+    let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    Some(
+        serde_json::json!({"hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "watchPaths": paths,
+        }})
+        .to_string(),
+    )
+}
+
+/// What the person must hear about a watched file that changed, if anything. `what` is
+/// FileChanged's `event` (`change`, `add`, `unlink`); `mode_now` says what loopgate's config does
+/// now that it changed (`None` when it still enforces).
+pub fn file_changed(
+    changed: &Path,
+    what: &str,
+    exe: Option<&Path>,
+    config_files: &[PathBuf],
+    mode_now: impl FnOnce() -> Option<String>,
+) -> Option<String> {
+    let same = |p: &Path| {
+        p == changed
+            || std::fs::canonicalize(p)
+                .ok()
+                .is_some_and(|c| std::fs::canonicalize(changed).ok() == Some(c))
+    };
+    let shown = changed.display();
+    if exe.is_some_and(same) {
+        return Some(if what == "unlink" {
+            format!(
+                "the hooks' binary {shown} was deleted mid-session: every later hook call fails \
+                 and loopgate is off until it is reinstalled (./install.sh or `loopgate setup`)"
+            )
+        } else {
+            format!(
+                "the hooks' binary {shown} was replaced mid-session; if that was not you \
+                 upgrading loopgate, reinstall it and run `loopgate doctor`"
+            )
+        });
+    }
+    if config_files.iter().any(|f| same(f)) {
+        let off = mode_now()?;
+        return Some(format!(
+            "loopgate's config {shown} changed mid-session and now {off}; if that was not you, \
+             put it back (`loopgate config` shows every value and its source)"
+        ));
+    }
+    None
+}
+
+/// Beside the session's state file (whose name already hashes the session id).
+fn pending_path(state_file: &Path) -> PathBuf {
+    state_file.with_extension(PENDING_EXT)
+}
+
+/// Keeps `message` for the session's next hook call to show.
+pub fn keep_pending(state_file: &Path, message: &str) -> Result<()> {
+    let path = pending_path(state_file);
+    let f = crate::platform::open_private_rw(&path, true)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let at = f.metadata()?.len();
+    if at < PENDING_MAX {
+        let line = format!("{}\n", message.replace('\n', " "));
+        crate::platform::write_all_at(&f, line.as_bytes(), at)?;
+    }
+    Ok(())
+}
+
+/// The messages FileChanged kept for this session, each once: the file is moved away before it
+/// is read, so a message kept meanwhile waits for the next call instead of being lost.
+pub fn take_pending(state_file: &Path) -> Vec<String> {
+    let path = pending_path(state_file);
+    let mut taking = path.clone().into_os_string();
+    taking.push(".taking");
+    let taking = PathBuf::from(taking);
+    if std::fs::rename(&path, &taking).is_err() {
+        return Vec::new(); // the common case: nothing pending, one failed rename
+    }
+    let text = crate::platform::open_private_read(&taking)
+        .ok()
+        .and_then(|f| {
+            use std::io::Read;
+            let mut text = String::new();
+            f.take(PENDING_MAX * 2).read_to_string(&mut text).ok()?;
+            Some(text)
+        })
+        .unwrap_or_default();
+    let _ = std::fs::remove_file(&taking);
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watched_file_is_reported_by_what_it_is_and_what_happened() {
+        let d = tempfile::tempdir().unwrap();
+        let (bin, cfg) = (d.path().join("loopgate"), d.path().join("config.toml"));
+        std::fs::write(&bin, "").unwrap();
+        std::fs::write(&cfg, "").unwrap();
+        let cfgs = [cfg.clone()];
+        let off = || Some("puts loopgate in observe mode".to_string());
+        let said = |p: &Path, what| file_changed(p, what, Some(&bin), &cfgs, off);
+        assert!(said(&bin, "change").unwrap().contains("was replaced"));
+        assert!(said(&bin, "unlink").unwrap().contains("was deleted"));
+        assert!(said(&cfg, "change").unwrap().contains("observe mode"));
+        assert_eq!(
+            file_changed(&cfg, "change", Some(&bin), &cfgs, || None),
+            None
+        );
+        assert_eq!(said(&d.path().join("other"), "change"), None);
+        assert_eq!(
+            watch_paths(Some(&bin), &[cfg.clone(), d.path().join("gone")]),
+            [bin.clone(), cfg]
+        );
+
+        std::fs::create_dir(d.path().join("sessions")).unwrap();
+        let state = d.path().join("sessions").join("s1.state");
+        assert!(take_pending(&state).is_empty());
+        keep_pending(&state, "one").unwrap();
+        keep_pending(&state, "two\nlines").unwrap();
+        assert_eq!(take_pending(&state), ["one", "two lines"]);
+        assert!(take_pending(&state).is_empty(), "each once");
+    }
+    use serde_json::json;
+
+    fn wired() -> Value {
+        let mut v = json!({"permissions": {"allow": ["Bash(npm test)"]}});
+        setup::merge(&mut v, "loopgate").unwrap();
+        v
+    }
+
+    #[test]
+    fn an_unwiring_change_is_undone_and_an_ordinary_one_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let user = d.path().join("home/.claude/settings.json");
+        let local = d.path().join("proj/.claude/settings.local.json");
+        std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+        std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+        let files = vec![user.clone(), local.clone()];
+        std::fs::write(&user, wired().to_string()).unwrap();
+        // An ordinary change: nothing to say.
+        std::fs::write(&local, r#"{"permissions": {"allow": ["Bash(ls)"]}}"#).unwrap();
+        assert!(check_change(&local, &files, Some("loopgate"), None).is_none());
+        // Hooks switched off through a JSON escape: undone, the changed version kept.
+        std::fs::write(&local, r#"{"disable\u0041llHooks": true}"#).unwrap();
+        let u = check_change(&local, &files, Some("loopgate"), None).unwrap();
+        assert!(u.message().contains("disableAllHooks"), "{}", u.message());
+        let now: Value = serde_json::from_str(&std::fs::read_to_string(&local).unwrap()).unwrap();
+        assert!(now.get("disableAllHooks").is_none(), "{now}");
+        assert!(
+            std::fs::read_to_string(format!("{}{ASIDE_SUFFIX}", local.display()))
+                .unwrap()
+                .contains("disable")
+        );
+        // The user's file unwired (by any tool): loopgate's hooks are merged back, the rest kept.
+        std::fs::write(&user, r#"{"permissions": {"allow": ["Bash(npm test)"]}, "env": {"LOOPGATE_MODE": "observe"}}"#).unwrap();
+        let u = check_change(&user, &files, Some("loopgate"), None).unwrap();
+        assert!(u.message().contains("hooks are gone"), "{}", u.message());
+        let now: Value = serde_json::from_str(&std::fs::read_to_string(&user).unwrap()).unwrap();
+        assert!(setup::has_loopgate_hooks(&now));
+        assert_eq!(now["permissions"]["allow"][0], "Bash(npm test)");
+        assert!(now["env"].get("LOOPGATE_MODE").is_none(), "{now}");
+        // The same unwiring done by `loopgate setup --uninstall` (the person): left alone.
+        std::fs::write(&user, "{}").unwrap();
+        sanction(d.path(), &user).unwrap();
+        assert!(check_change(&user, &files, Some("loopgate"), Some(d.path())).is_none());
+    }
+}

@@ -1,0 +1,11 @@
+//! Judging one call: the observation ledger, the session state it lives in, outcomes and noise
+//! masks, the detectors, and the engine that runs them. No I/O beyond reading the work tree.
+
+pub mod detectors;
+pub mod engine;
+pub mod ledger;
+pub mod noise;
+pub mod outcome;
+pub mod redact;
+pub mod state;
+pub mod wait;
