@@ -217,7 +217,11 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             uninstall: *uninstall,
             restore: restore.as_ref().map(|r| r.as_deref()),
             json: *json,
-            managed: managed.then(|| managed_dir.clone().unwrap_or_else(setup::managed_dir)),
+            managed: managed.then(|| {
+                managed_dir
+                    .clone()
+                    .unwrap_or_else(crate::config::paths::claude_managed_dir)
+            }),
             state_dir: hook::state_dir(cli).ok(),
             install_dir: install_dir.as_deref(),
         })?,

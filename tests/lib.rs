@@ -9,6 +9,7 @@ mod first_hour;
 mod fuzz;
 mod guard_table;
 mod heal;
+mod layers;
 #[cfg(unix)]
 mod link_order;
 #[cfg(unix)]

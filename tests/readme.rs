@@ -191,7 +191,7 @@ fn config_is_valid(text: &str, complete: bool) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("config.toml");
     std::fs::write(&file, text).unwrap();
-    let loaded = loopgate::config::load(&loopgate::config::Sources {
+    let loaded = loopgate::config::sources::load(&loopgate::config::Sources {
         flag_file: Some(&file),
         provenance: true,
         ..Default::default()
@@ -201,7 +201,7 @@ fn config_is_valid(text: &str, complete: bool) {
     if !complete {
         return;
     }
-    for (key, _) in loopgate::config::sources::leaves(&loopgate::config::sources::schema()) {
+    for (key, _) in loopgate::config::leaves(&loopgate::config::sources::schema()) {
         if key.ends_with("_tools") {
             continue;
         }

@@ -1,8 +1,8 @@
 //! `loopgate config`: the effective configuration as TOML, each value annotated with where it
 //! came from (default, user file, project file, config file, environment, flag).
 
+use crate::config::sources::Loaded;
 use crate::config::sources::Origin;
-use crate::config::Loaded;
 use anyhow::{bail, Result};
 use serde_json::json;
 use std::io::Write;
@@ -14,7 +14,7 @@ pub fn run(loaded: &Loaded, as_json: bool) -> Result<()> {
     }
     let mut out = std::io::stdout().lock();
     if as_json {
-        let settings: Vec<_> = crate::config::sources::leaves(table(&loaded.effective))
+        let settings: Vec<_> = crate::config::leaves(table(&loaded.effective))
             .into_iter()
             .map(|(key, v)| {
                 let origin = loaded.origins.get(&key).cloned().unwrap_or(Origin::Default);

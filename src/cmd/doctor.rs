@@ -7,7 +7,7 @@
 //! the binary those hooks call runs, and for Codex that the hooks are trusted.
 //! One line per check, ✓ or ✗ with the fix; exit 1 when any check fails.
 
-use crate::config::Loaded;
+use crate::config::sources::Loaded;
 use crate::protocol::dialect::Agent;
 use crate::setup::{self, HOOKS};
 use serde::Serialize;

@@ -7,8 +7,8 @@
 //! detector's thresholds) and the configuration, never a detector's internals, so it keeps
 //! working whatever the detectors become.
 
+use crate::config::sources::Loaded;
 use crate::config::sources::{self, Origin};
-use crate::config::Loaded;
 use anyhow::Result;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -319,7 +319,7 @@ fn watching(loaded: &Loaded) -> Vec<(String, Vec<String>, bool, Vec<Setting>)> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (path, v) in sources::leaves(root) {
+    for (path, v) in crate::config::leaves(root) {
         let Some(table) = path.strip_suffix(".enabled") else {
             continue;
         };

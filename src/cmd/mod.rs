@@ -63,8 +63,8 @@ pub fn load_config(
     file: Option<&Path>,
     observe: bool,
     project: Option<&Path>,
-) -> crate::config::Loaded {
+) -> crate::config::sources::Loaded {
     let mut sources = crate::config::Sources::from_process(file, observe, project);
     sources.provenance = true;
-    crate::config::load(&sources)
+    crate::config::sources::load(&sources)
 }

@@ -137,7 +137,7 @@ fn print_session(r: &SessionReport, blocks_only: bool) {
             "call"
         };
         let mut notes = String::new();
-        if f.agent != crate::judge::state::MAIN_AGENT {
+        if f.agent != crate::protocol::payload::MAIN_AGENT {
             notes.push_str(" (subagent)");
         }
         if f.continuation {

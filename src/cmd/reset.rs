@@ -37,7 +37,7 @@ pub fn run(
             state.recent.clear();
             state.note(DecisionNote {
                 at_ms: now,
-                agent: crate::judge::state::MAIN_AGENT.into(),
+                agent: crate::protocol::payload::MAIN_AGENT.into(),
                 event: "reset".into(),
                 tool: "-".into(),
                 detector: "loopgate reset".into(),
@@ -73,7 +73,7 @@ fn reset_line(session: &str, now_ms: u64, before: &Totals) -> serde_json::Value 
     serde_json::json!({
         "ts": crate::platform::clock::rfc3339(now_ms),
         "session": session,
-        "agent": crate::judge::state::MAIN_AGENT,
+        "agent": crate::protocol::payload::MAIN_AGENT,
         "prompt_id": null,
         "event": "reset",
         "tool": null,

@@ -64,7 +64,7 @@ impl Exempt {
             return true;
         }
         if self.commands.is_empty()
-            || crate::judge::ledger::ToolClass::of(tool) != crate::judge::ledger::ToolClass::Shell
+            || crate::protocol::tool::ToolClass::of(tool) != crate::protocol::tool::ToolClass::Shell
         {
             return false;
         }
@@ -392,7 +392,7 @@ pub struct Sources<'a> {
     pub user_file: Option<PathBuf>,
     /// Other `LOOPGATE_*` variables naming settings (`LOOPGATE_DEDUP__MAX_IDENTICAL=5`).
     pub env: Vec<(String, String)>,
-    /// Fill in [`Loaded::origins`] and [`Loaded::effective`] (a hook call does not need them
+    /// Fill in [`sources::Loaded::origins`] and [`sources::Loaded::effective`] (a hook call does not need them
     /// and skips the work).
     pub provenance: bool,
 }
@@ -432,23 +432,9 @@ impl<'a> Sources<'a> {
 /// environment block in place (`main.rs`); set once, before anything reads them.
 static PROCESS_VARS: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
 
-/// Called once by the entry point with what [`loopgate_pair`] kept of its environment block.
+/// Called once by the entry point with what [`crate::platform::start::loopgate_pair`] kept of its environment block.
 pub fn set_process_vars(vars: Vec<(String, String)>) {
     let _ = PROCESS_VARS.set(vars);
-}
-
-/// One environment entry (`NAME=value`) as a name and a value, if it is a `LOOPGATE_*` variable
-/// and both are UTF-8.
-pub fn loopgate_pair(entry: &[u8]) -> Option<(String, String)> {
-    if !entry.starts_with(b"LOOPGATE_") {
-        return None;
-    }
-    // A plain scan: memchr's dispatch set-up costs more than these few bytes.
-    let eq = entry.iter().position(|&b| b == b'=')?;
-    Some((
-        String::from_utf8(entry[..eq].to_vec()).ok()?,
-        String::from_utf8(entry[eq + 1..].to_vec()).ok()?,
-    ))
 }
 
 /// This process's `LOOPGATE_*` variables (names and values that are UTF-8): as the entry point
@@ -462,23 +448,9 @@ pub fn loopgate_vars() -> Vec<(String, String)> {
             let mut entry = k.into_encoded_bytes();
             entry.push(b'=');
             entry.extend_from_slice(v.as_encoded_bytes());
-            loopgate_pair(&entry)
+            crate::platform::start::loopgate_pair(&entry)
         })
         .collect()
-}
-
-/// The loaded config, where each value came from, and one line per problem found.
-pub struct Loaded {
-    pub config: Config,
-    pub problems: Vec<String>,
-    /// Per leaf (`detectors.repeat.success`), where its value came from (empty when nothing
-    /// overrode the defaults and provenance was not asked for).
-    pub origins: std::collections::BTreeMap<String, crate::config::sources::Origin>,
-    /// The effective configuration as a TOML tree (what `loopgate config` prints); `None` unless
-    /// [`Sources::provenance`] was set (an empty table would cost a hook call a random hash key).
-    pub effective: Option<toml::Table>,
-    /// An explicit config file (`--config`, `LOOPGATE_CONFIG`) that does not exist.
-    pub missing_explicit: Option<PathBuf>,
 }
 
 /// The user config file: `config.toml` in the platform's config directory for loopgate.
@@ -490,13 +462,30 @@ pub fn project_config_file(project_dir: &Path) -> PathBuf {
     project_dir.join(".claude").join("loopgate.toml")
 }
 
-pub fn load(src: &Sources) -> Loaded {
-    crate::config::sources::load(src)
+/// Every leaf (a value that is not a table) with its dotted path.
+pub fn leaves(t: &toml::Table) -> Vec<(String, &toml::Value)> {
+    fn walk<'a>(t: &'a toml::Table, prefix: &str, out: &mut Vec<(String, &'a toml::Value)>) {
+        for (k, v) in t {
+            let path = if prefix.is_empty() {
+                k.to_string()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            match v {
+                toml::Value::Table(sub) => walk(sub, &path, out),
+                _ => out.push((path, v)),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(t, "", &mut out);
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::sources::load;
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let p = dir.join(name);

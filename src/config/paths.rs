@@ -133,9 +133,16 @@ pub fn agent_hook_file(agent: crate::protocol::dialect::Agent) -> Option<PathBuf
     })
 }
 
-/// Claude Code's managed settings directory for this platform (the one `setup --managed` uses).
+/// Claude Code's managed-settings directory on this system, the one `setup --managed` writes
+/// (2.1.330 reads no override for it).
 pub fn claude_managed_dir() -> PathBuf {
-    crate::setup::managed_dir()
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/ClaudeCode")
+    } else if cfg!(windows) {
+        PathBuf::from(r"C:\Program Files\ClaudeCode")
+    } else {
+        PathBuf::from("/etc/claude-code")
+    }
 }
 
 /// `a/./b/../c//d` → `a/c/d`, without touching the disk (symlinks stay as they are named).

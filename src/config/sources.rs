@@ -14,7 +14,7 @@
 //! and figment's errors name neither the nearest key nor the line, and it cannot drop one bad
 //! leaf while keeping the rest of its file.
 
-use crate::config::{project_config_file, Config, Loaded, Sources};
+use crate::config::{leaves, project_config_file, Config, Sources};
 use crate::platform::bounded;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -142,22 +142,6 @@ fn remove(t: &mut Table, path: &str) {
             }
         }
     }
-}
-
-/// Every leaf (a value that is not a table) with its dotted path.
-pub fn leaves(t: &Table) -> Vec<(String, &Value)> {
-    fn walk<'a>(t: &'a Table, prefix: &str, out: &mut Vec<(String, &'a Value)>) {
-        for (k, v) in t {
-            let path = join(prefix, k);
-            match v {
-                Value::Table(sub) => walk(sub, &path, out),
-                _ => out.push((path, v)),
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(t, "", &mut out);
-    out
 }
 
 fn join(prefix: &str, key: &str) -> String {
@@ -744,6 +728,20 @@ fn nearest(word: &str, candidates: impl Iterator<Item = String>) -> Option<Strin
         .filter(|(d, _)| *d <= limit && *d > 0)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
+}
+
+/// The loaded config, where each value came from, and one line per problem found.
+pub struct Loaded {
+    pub config: Config,
+    pub problems: Vec<String>,
+    /// Per leaf (`detectors.repeat.success`), where its value came from (empty when nothing
+    /// overrode the defaults and provenance was not asked for).
+    pub origins: std::collections::BTreeMap<String, Origin>,
+    /// The effective configuration as a TOML tree (what `loopgate config` prints); `None` unless
+    /// [`Sources::provenance`] was set (an empty table would cost a hook call a random hash key).
+    pub effective: Option<toml::Table>,
+    /// An explicit config file (`--config`, `LOOPGATE_CONFIG`) that does not exist.
+    pub missing_explicit: Option<PathBuf>,
 }
 
 #[cfg(test)]

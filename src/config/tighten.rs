@@ -83,8 +83,8 @@ pub fn loosened(old: &crate::config::Config, new: &crate::config::Config) -> Vec
         return Vec::new();
     };
     let before: std::collections::BTreeMap<String, &Value> =
-        crate::config::sources::leaves(&old).into_iter().collect();
-    crate::config::sources::leaves(&new)
+        crate::config::leaves(&old).into_iter().collect();
+    crate::config::leaves(&new)
         .into_iter()
         .filter_map(|(path, now)| {
             let was = before.get(&path).copied();

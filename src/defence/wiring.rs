@@ -59,7 +59,7 @@ pub fn settings_files(home: Option<&Path>, project: Option<&Path>) -> Vec<PathBu
         files.push(p.join(".claude/settings.local.json"));
     }
     // Managed settings wire loopgate where the agent cannot write (`setup --managed`).
-    let managed = setup::managed_dir();
+    let managed = crate::config::paths::claude_managed_dir();
     files.push(managed.join("managed-settings.json"));
     if let Ok(entries) = std::fs::read_dir(managed.join("managed-settings.d")) {
         files.extend(entries.flatten().map(|e| e.path()));
@@ -187,7 +187,7 @@ pub fn check_change(
     // Handlers edited in place, in files the person did not leave so.
     let mut drifted: Vec<PathBuf> = Vec::new();
     if let Some(prefix) = command_prefix {
-        let managed = setup::managed_dir();
+        let managed = crate::config::paths::claude_managed_dir();
         for (f, t, v) in &parsed {
             // Managed settings are out of the agent's reach, and the person's setup wrote them
             // with the root-owned copy.

@@ -5,10 +5,10 @@ use crate::cli::Cli;
 use crate::config::{self, Mode};
 use crate::judge::engine::{self, Ctx};
 use crate::judge::state::SessionState;
-use crate::judge::state::MAIN_AGENT;
 use crate::platform::git::Git;
 use crate::protocol::dialect::{Agent, Read};
 use crate::protocol::exit::Exit;
+use crate::protocol::payload::MAIN_AGENT;
 use crate::protocol::payload::{clip, Event, Payload};
 use crate::protocol::verdict::{strongest, Action};
 use crate::store::events;
@@ -102,7 +102,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         }
     };
     let project_dir = agent.project_dir();
-    let loaded = config::load(&config::Sources::from_process(
+    let loaded = config::sources::load(&config::Sources::from_process(
         cli.config.as_deref(),
         cli.observe,
         project_dir.as_deref(),

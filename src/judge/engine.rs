@@ -3,20 +3,20 @@
 //! the files a call changed and the worktree check at Stop, so replay and tests drive it in-process.
 
 use crate::config::{Config, Mode};
+use crate::judge::call_key::call_key;
 use crate::judge::detectors::{
     self, breaker, ceiling, circular, guard, modification, progress, repeat, script, Call, View,
 };
-use crate::judge::ledger::{Entry, Pending, Status, ToolClass, ABSENT};
+use crate::judge::ledger::{Entry, Pending, Status, ABSENT};
 use crate::judge::outcome::{self, ErrorClass, Interruption};
 use crate::judge::redact;
-use crate::judge::state::{
-    DecisionNote, Defied, SessionState, Standing, Turn, TurnSig, MAIN_AGENT, MAX_TURNS,
-};
+use crate::judge::state::{DecisionNote, Defied, SessionState, Standing, Turn, TurnSig, MAX_TURNS};
 use crate::platform::git::{Stamp, Worktree};
 pub use crate::protocol::dialect::Caps;
-use crate::protocol::payload::{BatchCall, Event, Payload};
+use crate::protocol::payload::{BatchCall, Event, Payload, MAIN_AGENT};
+use crate::protocol::tool::ToolClass;
 use crate::protocol::verdict::{strongest, Action, Severity, Verdict};
-use crate::util::canon::{call_key, Digest16};
+use crate::util::canon::Digest16;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -2,11 +2,11 @@
 //! Every collection is capped, so a session of any length keeps a state file of bounded size.
 
 use crate::judge::ledger::{Ledger, World};
+use crate::protocol::payload::MAIN_AGENT;
 use crate::util::canon::Digest16;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
-pub const MAIN_AGENT: &str = "main";
 pub const STATE_VERSION: u32 = 2;
 
 /// Agents tracked at once: the main agent and the 20 subagents Claude Code runs at once (with
@@ -377,7 +377,7 @@ mod tests {
             id: 0,
             tool: "Bash".into(),
             target: "make".into(),
-            class: crate::judge::ledger::ToolClass::of("Bash"),
+            class: crate::protocol::tool::ToolClass::of("Bash"),
             status: crate::judge::ledger::Status::Failed,
             answer: None,
             shape: None,

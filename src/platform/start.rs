@@ -78,9 +78,23 @@ pub unsafe fn loopgate_vars(envp: *const *const std::ffi::c_char) -> Vec<(String
         }
         // SAFETY: as above, `entry` is a NUL-terminated string that outlives this call.
         let entry = unsafe { std::ffi::CStr::from_ptr(entry) }.to_bytes();
-        if let Some(pair) = crate::config::loopgate_pair(entry) {
+        if let Some(pair) = loopgate_pair(entry) {
             vars.push(pair);
         }
     }
     vars
+}
+
+/// One environment entry (`NAME=value`) as a name and a value, if it is a `LOOPGATE_*` variable
+/// and both are UTF-8.
+pub fn loopgate_pair(entry: &[u8]) -> Option<(String, String)> {
+    if !entry.starts_with(b"LOOPGATE_") {
+        return None;
+    }
+    // A plain scan: memchr's dispatch set-up costs more than these few bytes.
+    let eq = entry.iter().position(|&b| b == b'=')?;
+    Some((
+        String::from_utf8(entry[..eq].to_vec()).ok()?,
+        String::from_utf8(entry[eq + 1..].to_vec()).ok()?,
+    ))
 }

@@ -5,4 +5,5 @@ pub mod dialect;
 pub mod exit;
 pub mod payload;
 pub mod render;
+pub mod tool;
 pub mod verdict;

@@ -219,7 +219,7 @@ impl Payload {
     pub fn agent(&self) -> &str {
         match self.agent_id.as_deref() {
             Some(id) if !id.is_empty() => id,
-            _ => crate::judge::state::MAIN_AGENT,
+            _ => MAIN_AGENT,
         }
     }
 
@@ -272,6 +272,9 @@ pub fn stored_id(id: &str) -> String {
     let head: String = clip(id, 31).chars().take(31).collect();
     format!("{head}#{}", crate::util::canon::text_key(id))
 }
+
+/// The id of the session's own agent, as against its subagents (which each carry an `agent_id`).
+pub const MAIN_AGENT: &str = "main";
 
 /// Shortens untrusted text for messages and logs, on a char boundary.
 pub fn clip(s: &str, max_chars: usize) -> String {

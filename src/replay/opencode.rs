@@ -30,55 +30,7 @@
 use super::native::{self, from_ms, Answer, Step, Timed, Who};
 use super::transcript::Converted;
 use super::Cli;
-use crate::protocol::dialect::{canonical_call as dialect_call, Agent};
-use serde_json::{json, Map, Value};
-
-/// An OpenCode call under Claude Code's tool name and input keys.
-pub(crate) fn canonical_call(name: &str, input: Value) -> (String, Value) {
-    let tool = match name {
-        "bash" => "Bash",
-        "read" => "Read",
-        "write" => "Write",
-        "edit" => "Edit",
-        "multiedit" => "MultiEdit",
-        "glob" => "Glob",
-        "grep" => "Grep",
-        "list" => "LS",
-        "webfetch" => "WebFetch",
-        "websearch" => "WebSearch",
-        "task" => "Task",
-        "todowrite" => "TodoWrite",
-        "todoread" => "TodoRead",
-        "apply_patch" | "patch" => {
-            // The same patch format as Codex's: one added file is a Write, one updated an Edit.
-            let text = input
-                .get("patchText")
-                .or_else(|| input.get("patch"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            return dialect_call(Agent::Codex, "apply_patch", json!({ "command": text }));
-        }
-        other => other,
-    };
-    let input = match input {
-        Value::Object(m) => {
-            let mut out = Map::new();
-            for (k, v) in m {
-                let k = match k.as_str() {
-                    "filePath" => "file_path".to_string(),
-                    "oldString" => "old_string".to_string(),
-                    "newString" => "new_string".to_string(),
-                    "replaceAll" => "replace_all".to_string(),
-                    _ => k,
-                };
-                out.entry(k).or_insert(v);
-            }
-            Value::Object(out)
-        }
-        other => other,
-    };
-    (tool.to_string(), input)
-}
+use serde_json::{json, Value};
 
 pub fn convert(text: &str, fallback_session_id: &str) -> Converted {
     convert_group(text, &[], fallback_session_id)

@@ -1015,17 +1015,6 @@ pub(crate) fn write_atomic(
     Ok(())
 }
 
-/// Claude Code's managed-settings directory on this system (2.1.330 reads no override for it).
-pub fn managed_dir() -> PathBuf {
-    if cfg!(target_os = "macos") {
-        PathBuf::from("/Library/Application Support/ClaudeCode")
-    } else if cfg!(windows) {
-        PathBuf::from(r"C:\Program Files\ClaudeCode")
-    } else {
-        PathBuf::from("/etc/claude-code")
-    }
-}
-
 /// loopgate's file in the managed-settings drop-in directory: it holds only loopgate's hooks.
 pub const MANAGED_FILE: &str = "loopgate.json";
 

@@ -227,7 +227,7 @@ mod tests {
             to: "OPEN".into(),
             reason: "r".into(),
         });
-        let main = &s.agents[MAIN_AGENT];
+        let main = &s.agents[crate::protocol::payload::MAIN_AGENT];
         assert!(
             main.ledger
                 .entries

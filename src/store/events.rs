@@ -5,7 +5,8 @@ use crate::config::Log;
 use crate::judge::engine::decision_name;
 use crate::protocol::payload::{Event, Payload};
 use crate::protocol::verdict::Verdict;
-use crate::store::{lock_within, open_private};
+use crate::store::lock::{lock_within, LockBusy};
+use crate::store::open_private;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::fs;
@@ -157,7 +158,7 @@ pub fn append(dir: &Path, lines: &[Value], cfg: &Log, timeout: Duration) -> Resu
         timeout.min(LOG_LOCK_WAIT),
         "the event log",
     ) {
-        if e.downcast_ref::<crate::store::LockBusy>().is_none() {
+        if e.downcast_ref::<LockBusy>().is_none() {
             return Err(e);
         }
         // The lines are still logged: one append-mode write, which concurrent appenders cannot
@@ -169,12 +170,33 @@ pub fn append(dir: &Path, lines: &[Value], cfg: &Log, timeout: Duration) -> Resu
     }
     let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     if size > 0 && size + buf.len() as u64 > cfg.max_bytes {
-        crate::store::gc::rotate(&path, cfg.generations).context("cannot rotate the event log")?;
+        rotate(&path, cfg.generations).context("cannot rotate the event log")?;
     }
     let mut f = open_private(&path).context("cannot open the event log")?;
     f.seek(SeekFrom::End(0))?;
     f.write_all(&buf).context("cannot write the event log")?;
     Ok(())
+}
+
+/// Rotates `path` into `path.1`, `path.1` into `path.2` … keeping `generations` old files.
+pub fn rotate(path: &Path, generations: u32) -> std::io::Result<()> {
+    let numbered = |i: u32| {
+        let mut s = path.as_os_str().to_owned();
+        s.push(format!(".{i}"));
+        std::path::PathBuf::from(s)
+    };
+    if generations == 0 {
+        return fs::remove_file(path);
+    }
+    let _ = fs::remove_file(numbered(generations));
+    for i in (1..generations).rev() {
+        match fs::rename(numbered(i), numbered(i + 1)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    fs::rename(path, numbered(1))
 }
 
 #[cfg(test)]

@@ -232,27 +232,6 @@ pub fn maybe_sweep(state_dir: &Path, cfg: &Housekeeping) {
     let _ = sweep(state_dir, max_age(cfg), cfg.max_quarantined, now, false);
 }
 
-/// Rotates `path` into `path.1`, `path.1` into `path.2` … keeping `generations` old files.
-pub fn rotate(path: &Path, generations: u32) -> io::Result<()> {
-    let numbered = |i: u32| {
-        let mut s = path.as_os_str().to_owned();
-        s.push(format!(".{i}"));
-        PathBuf::from(s)
-    };
-    if generations == 0 {
-        return fs::remove_file(path);
-    }
-    let _ = fs::remove_file(numbered(generations));
-    for i in (1..generations).rev() {
-        match fs::rename(numbered(i), numbered(i + 1)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-    }
-    fs::rename(path, numbered(1))
-}
-
 /// `events.jsonl` and its rotated generations that exist, oldest first.
 pub fn log_generations(state_dir: &Path) -> Vec<PathBuf> {
     let base = state_dir.join(crate::store::events::FILE);
@@ -372,7 +351,7 @@ mod tests {
         let log = d.path().join(crate::store::events::FILE);
         for i in 0..5 {
             fs::write(&log, format!("{i}")).unwrap();
-            rotate(&log, 3).unwrap();
+            crate::store::events::rotate(&log, 3).unwrap();
         }
         fs::write(&log, "5").unwrap();
         let gens = log_generations(d.path());

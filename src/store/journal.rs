@@ -118,7 +118,7 @@ fn reduce(v: &mut Value, clip: usize) {
 const BRIEF: std::time::Duration = std::time::Duration::from_millis(50);
 
 fn lock_briefly(file: &File, path: &Path) -> bool {
-    crate::store::lock_within(file, path, BRIEF, "the session journal").is_ok()
+    crate::store::lock::lock_within(file, path, BRIEF, "the session journal").is_ok()
 }
 
 /// What [`append`] did with a line.

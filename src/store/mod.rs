@@ -16,15 +16,17 @@ pub mod codec;
 pub mod events;
 pub mod gc;
 pub mod journal;
+pub mod lock;
 pub mod notice;
 pub mod outer_loop;
 use crate::judge::state::SessionState;
 use crate::platform;
 use anyhow::{anyhow, bail, Context, Result};
+use lock::{lock_within, LockBusy};
 use std::cell::{Cell, RefCell};
 use std::fs::{self, File, TryLockError};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where slot 1 starts, and so the largest encoded state (header included) a slot holds.
 pub const SLOT: u64 = 256 << 10;
@@ -147,22 +149,6 @@ pub struct Quarantined {
     pub path: PathBuf,
     pub why: String,
 }
-
-/// The lock was not ours within the deadline: the caller may judge without saving.
-#[derive(Debug)]
-pub struct LockBusy(pub Duration);
-
-impl std::fmt::Display for LockBusy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "session state stayed locked by another process for {} ms",
-            self.0.as_millis()
-        )
-    }
-}
-
-impl std::error::Error for LockBusy {}
 
 impl Store {
     /// Opens (creating if needed, owner-only) the state directory, repairing nothing: a dir that
@@ -687,31 +673,6 @@ fn quarantine(path: &Path, why: &str) -> Result<Quarantined> {
     })
 }
 
-/// Takes an exclusive lock on `file`, giving up after `timeout`: a wedged peer must never hang
-/// the agent.
-pub fn lock_within(file: &File, path: &Path, timeout: Duration, what: &str) -> Result<()> {
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(()),
-            Err(TryLockError::WouldBlock) => {
-                if Instant::now() >= deadline {
-                    return Err(anyhow!(LockBusy(timeout)).context(format!(
-                        "{what} stayed locked by another process for {} ms",
-                        timeout.as_millis()
-                    )));
-                }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(20));
-            }
-            Err(TryLockError::Error(e)) => {
-                return Err(anyhow!(e).context(format!("cannot lock {}", path.display())))
-            }
-        }
-    }
-}
-
 pub fn create_private_dir(dir: &Path) -> Result<()> {
     platform::create_private_dir(dir)
         .with_context(|| format!("cannot create state dir {}", dir.display()))
@@ -791,7 +752,7 @@ mod tests {
     fn second_lock_times_out_as_busy() {
         let (_d, store) = store();
         let _held = lock(&store);
-        let t = Instant::now();
+        let t = std::time::Instant::now();
         let e = store.lock("s", Duration::from_millis(50)).err().unwrap();
         assert!(e.downcast_ref::<LockBusy>().is_some(), "{e:#}");
         assert!(t.elapsed() < Duration::from_secs(1));

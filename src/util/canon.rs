@@ -1,4 +1,4 @@
-//! Canonical hashing: the same call must hash the same whatever order its keys came in.
+//! Canonical hashing: the same JSON must hash the same whatever order its keys came in.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -108,39 +108,6 @@ impl<'de> serde::Deserialize<'de> for Digest16 {
     }
 }
 
-/// Hash of a tool call: the tool name plus its input as JSON with recursively sorted keys.
-///
-/// A shell command's `description` is the model's commentary, not the call: the same command
-/// with a reworded description is the same call.
-///
-/// A question asked again with only a fresh temp name, a timestamp, a UUID, a shell comment, a
-/// literal `echo` label, a commit message or the way its output is shown (`2>&1`, `| tail`)
-/// changed is the same question ([`crate::judge::noise::mask_input`], [`crate::judge::noise::command_as_asked`]);
-/// not in what a Write or an Edit puts in a file, which is judged by the state it leaves.
-pub fn call_key(tool: &str, input: &Value) -> Digest16 {
-    let mut h = HashWriter(Sha256::new());
-    h.0.update(tool.as_bytes());
-    h.0.update([0u8]);
-    let mask = !matches!(
-        crate::judge::ledger::ToolClass::of(tool),
-        crate::judge::ledger::ToolClass::Write | crate::judge::ledger::ToolClass::Edit
-    );
-    match input {
-        Value::Object(m) if matches!(tool, "Bash" | "PowerShell") => {
-            let mut m = m.clone();
-            m.remove("description");
-            if let Some(Value::String(cmd)) = m.get_mut("command") {
-                if let Some((asked, _)) = crate::judge::noise::command_as_asked(cmd) {
-                    *cmd = asked;
-                }
-            }
-            write_json(&Value::Object(m), &mut h, mask);
-        }
-        _ => write_json(input, &mut h, mask),
-    }
-    Digest16::from_hash(&h.0.finalize())
-}
-
 /// Hash of arbitrary text (an already-normalised outcome).
 pub fn text_key(text: &str) -> String {
     hex16(&Sha256::digest(text.as_bytes()))
@@ -162,11 +129,18 @@ pub fn hex16(bytes: &[u8]) -> String {
 /// Written by hand (not via `serde_json::to_writer`) so the ordering holds whether or not
 /// serde_json's `preserve_order` feature is on somewhere in the dependency graph.
 pub fn write_canonical<W: Write>(v: &Value, w: &mut W) {
-    write_json(v, w, false);
+    write_json(v, w, None);
 }
 
-/// [`write_canonical`], with `mask` every string's volatile fragments masked.
-fn write_json<W: Write>(v: &Value, w: &mut W, mask: bool) {
+/// A string's masked form, or `None` when masking changes nothing in it.
+pub type Mask = fn(&str) -> Option<String>;
+
+/// [`write_canonical`], with every string passed through `mask` first.
+pub fn write_canonical_masked<W: Write>(v: &Value, w: &mut W, mask: Mask) {
+    write_json(v, w, Some(mask));
+}
+
+fn write_json<W: Write>(v: &Value, w: &mut W, mask: Option<Mask>) {
     match v {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
@@ -192,8 +166,8 @@ fn write_json<W: Write>(v: &Value, w: &mut W, mask: bool) {
             }
             let _ = w.write_all(b"]");
         }
-        Value::String(text) if mask => {
-            let masked = crate::judge::noise::mask_input(text);
+        Value::String(text) if mask.is_some() => {
+            let masked = mask.and_then(|m| m(text));
             let _ = serde_json::to_writer(&mut *w, masked.as_deref().unwrap_or(text));
         }
         scalar => {
@@ -202,9 +176,30 @@ fn write_json<W: Write>(v: &Value, w: &mut W, mask: bool) {
     }
 }
 
-struct HashWriter(Sha256);
+/// A SHA-256 that canonical JSON can be streamed into, ending in a [`Digest16`].
+pub struct Hasher(Sha256);
 
-impl Write for HashWriter {
+impl Hasher {
+    pub fn new() -> Hasher {
+        Hasher(Sha256::new())
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> Digest16 {
+        Digest16::from_hash(&self.0.finalize())
+    }
+}
+
+impl Default for Hasher {
+    fn default() -> Hasher {
+        Hasher::new()
+    }
+}
+
+impl Write for Hasher {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.update(buf);
         Ok(buf.len())
@@ -218,47 +213,6 @@ impl Write for HashWriter {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn key_order_never_matters() {
-        let a = json!({"b": 1, "a": {"y": [1, {"q": 2, "p": 1}], "x": null}});
-        let b: Value =
-            serde_json::from_str(r#"{"a":{"x":null,"y":[1,{"p":1,"q":2}]},"b":1}"#).unwrap();
-        assert_eq!(call_key("Bash", &a), call_key("Bash", &b));
-    }
-
-    #[test]
-    fn tool_name_and_values_matter() {
-        let a = json!({"command": "ls"});
-        assert_ne!(call_key("Bash", &a), call_key("Other", &a));
-        assert_ne!(
-            call_key("Bash", &a),
-            call_key("Bash", &json!({"command": "ls "}))
-        );
-        // Array order is meaningful (argument lists).
-        assert_ne!(
-            call_key("T", &json!({"a": [1, 2]})),
-            call_key("T", &json!({"a": [2, 1]}))
-        );
-    }
-
-    #[test]
-    fn a_reworded_description_is_the_same_shell_call() {
-        assert_eq!(
-            call_key(
-                "Bash",
-                &json!({"command": "npm test", "description": "run tests"})
-            ),
-            call_key(
-                "Bash",
-                &json!({"command": "npm test", "description": "again"})
-            )
-        );
-        assert_ne!(
-            call_key("Other", &json!({"q": 1, "description": "a"})),
-            call_key("Other", &json!({"q": 1, "description": "b"}))
-        );
-    }
 
     #[test]
     fn digests_read_back_in_both_encodings() {

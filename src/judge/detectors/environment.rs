@@ -7,8 +7,9 @@
 //! plain look, a new prompt) ends it.
 
 use super::{Call, View};
-use crate::judge::ledger::{Entry, Status, ToolClass};
+use crate::judge::ledger::{Entry, Status};
 use crate::judge::outcome::ErrorClass;
+use crate::protocol::tool::ToolClass;
 use crate::protocol::verdict::{Action, Severity, Verdict};
 use crate::util::canon::Digest16;
 

@@ -17,7 +17,8 @@ pub mod script;
 pub mod stagnation;
 
 use crate::config::Config;
-use crate::judge::ledger::{Entry, Ledger, ToolClass, World};
+use crate::judge::ledger::{Entry, Ledger, World};
+use crate::protocol::tool::ToolClass;
 use crate::protocol::verdict::Verdict;
 use crate::util::canon::Digest16;
 use serde_json::Value;

@@ -6,7 +6,8 @@
 //! this detector counts distinct calls only, so it never judges the same evidence twice.
 
 use super::{Call, View};
-use crate::judge::ledger::{Entry, Ledger, ToolClass};
+use crate::judge::ledger::{Entry, Ledger};
+use crate::protocol::tool::ToolClass;
 use crate::protocol::verdict::{Action, Severity, Verdict};
 use crate::util::canon::Digest16;
 

@@ -11,8 +11,9 @@
 //! format 1 (before this block) is still read: [`codec`](crate::store::codec) decodes it with
 //! [`LegacyEntries`] in force.
 
-use crate::judge::ledger::{Entry, Status, ToolClass};
+use crate::judge::ledger::{Entry, Status};
 use crate::judge::outcome::ErrorClass;
+use crate::protocol::tool::ToolClass;
 use crate::util::canon::Digest16;
 use compact_str::CompactString;
 use serde::de::{Error as _, Visitor};

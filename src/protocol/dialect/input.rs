@@ -126,13 +126,64 @@ fn canonical_tool(agent: Agent, p: &Map<String, Value>) -> (String, Value) {
     canonical_call(agent, name, input)
 }
 
+/// An OpenCode (or Kilo) call under Claude Code's tool name and input keys.
+fn opencode_call(name: &str, input: Value) -> (String, Value) {
+    let tool = match name {
+        "bash" => "Bash",
+        "read" => "Read",
+        "write" => "Write",
+        "edit" => "Edit",
+        "multiedit" => "MultiEdit",
+        "glob" => "Glob",
+        "grep" => "Grep",
+        "list" => "LS",
+        "webfetch" => "WebFetch",
+        "websearch" => "WebSearch",
+        "task" => "Task",
+        "todowrite" => "TodoWrite",
+        "todoread" => "TodoRead",
+        "apply_patch" | "patch" => {
+            // The same patch format as Codex's: one added file is a Write, one updated an Edit.
+            let text = input
+                .get("patchText")
+                .or_else(|| input.get("patch"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            return canonical_call(
+                Agent::Codex,
+                "apply_patch",
+                serde_json::json!({ "command": text }),
+            );
+        }
+        other => other,
+    };
+    let input = match input {
+        Value::Object(m) => {
+            let mut out = Map::new();
+            for (k, v) in m {
+                let k = match k.as_str() {
+                    "filePath" => "file_path".to_string(),
+                    "oldString" => "old_string".to_string(),
+                    "newString" => "new_string".to_string(),
+                    "replaceAll" => "replace_all".to_string(),
+                    _ => k,
+                };
+                out.entry(k).or_insert(v);
+            }
+            Value::Object(out)
+        }
+        other => other,
+    };
+    (tool.to_string(), input)
+}
+
 /// A call `agent` names `name` with `input`, under Claude Code's tool name and input keys: what
 /// the live hook judges, and what `loopgate replay` judges for a session this CLI recorded.
 pub fn canonical_call(agent: Agent, name: &str, input: Value) -> (String, Value) {
     if agent.is_plugin() {
         // The plugin passes OpenCode's own tool names and argument keys, as its sessions record
         // them, so the live hook and `loopgate replay` map them the same way.
-        return crate::replay::opencode::canonical_call(name, input);
+        return opencode_call(name, input);
     }
     let claude = match (agent, name) {
         (Agent::Codex, "apply_patch") => return patch::as_claude_call(&input),

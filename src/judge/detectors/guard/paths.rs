@@ -124,7 +124,7 @@ impl Env {
             if let Some(user) = crate::config::user_config_file() {
                 p.push((user, Kind::Config));
             }
-            if let Some(d) = crate::store::Store::default_dir() {
+            if let Some(d) = crate::config::paths::state_dir() {
                 p.push((d, Kind::State));
             }
             let exe = crate::platform::own_binary().map(|(e, canonical)| {
@@ -206,7 +206,7 @@ impl Env {
             p.push((root.join(".claude/settings.local.json"), Kind::Settings));
         }
         // Managed settings: the one directory Claude Code reads on this OS.
-        p.push((crate::setup::managed_dir(), Kind::Settings));
+        p.push((crate::config::paths::claude_managed_dir(), Kind::Settings));
         p
     }
 
