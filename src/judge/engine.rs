@@ -5,7 +5,8 @@
 use crate::config::{Config, Mode};
 use crate::judge::call_key::call_key;
 use crate::judge::detectors::{
-    self, breaker, ceiling, circular, guard, modification, progress, repeat, script, Call, View,
+    self, breaker, ceiling, guard, progress, repeat, script, Answer, Batch, Before, Call, Gates,
+    Prompt, Stop, View,
 };
 use crate::judge::ledger::{Entry, Pending, Status, ABSENT};
 use crate::judge::outcome::{self, ErrorClass, Interruption};
@@ -13,7 +14,7 @@ use crate::judge::redact;
 use crate::judge::state::{DecisionNote, Defied, SessionState, Standing, Turn, TurnSig, MAX_TURNS};
 use crate::platform::git::{Stamp, Worktree};
 pub use crate::protocol::dialect::Caps;
-use crate::protocol::payload::{BatchCall, Event, Payload, MAIN_AGENT};
+use crate::protocol::payload::{Event, Payload, MAIN_AGENT};
 use crate::protocol::tool::ToolClass;
 use crate::protocol::verdict::{strongest, Action, Severity, Verdict};
 use crate::util::canon::Digest16;
@@ -402,31 +403,28 @@ const STANDING: &str = "loopgate: tool calls stay paused for the rest of this tu
 /// is OPEN (an outer loop's next iteration then costs nothing), otherwise a new turn starts.
 fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     let baseline = baseline(ctx, true);
-    let mut breaker_told = None;
-    if p.agent() == MAIN_AGENT {
+    let main = p.agent() == MAIN_AGENT;
+    if main {
         end_turn(state, baseline.as_deref(), ctx);
-        let session = state.session.clone();
-        if let Some(mut v) = breaker::check(
-            &mut state.breaker,
-            &session,
-            ctx.now_ms,
-            &ctx.config.breaker,
-        ) {
-            if crate::protocol::verdict::refuses_prompt(ctx.attended) {
-                v.reason = v.reason.replacen(
-                    "so tool calls are paused. Tell the user what you tried and what blocks you.",
-                    "so this prompt was not sent to the model (it would have cost a turn and changed nothing).",
-                    1,
-                );
-                return vec![v];
-            }
-            // A prompt the person typed is their decision: it goes ahead, and they are told.
-            breaker_told = Some(breaker::person_prompted(
-                &mut state.breaker,
-                &session,
-                ctx.now_ms,
-            ));
-        }
+    }
+    let prompt = Prompt {
+        session: &state.session,
+        main,
+        now_ms: ctx.now_ms,
+        config: ctx.config,
+        attended: ctx.attended,
+    };
+    let mut gates = Gates {
+        breaker: &mut state.breaker,
+        ceiling: &mut state.ceiling,
+    };
+    let judged: Vec<Verdict> = detectors::AT_PROMPT
+        .iter()
+        .filter_map(|(_, at)| at(&prompt, &mut gates))
+        .collect();
+    // A refused prompt starts no turn.
+    if let Some(v) = judged.iter().find(|v| v.action >= Action::Deny) {
+        return vec![v.clone()];
     }
     // Past the session's ceiling a prompt is refused; a person known to attend is told instead.
     let told = ceiling::on_prompt(&state.ceiling, ctx.attended, &state.session);
@@ -434,7 +432,7 @@ fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict>
         return vec![v.clone()];
     }
     begin_turn(state, p.prompt_id.clone(), prompt_digest(p), baseline, ctx);
-    told.into_iter().chain(breaker_told).collect()
+    told.into_iter().chain(judged).collect()
 }
 
 pub fn prompt_digest(p: &Payload) -> Option<Digest16> {
@@ -633,13 +631,6 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
     let cfg = ctx.config;
     let tool = p.tool();
     let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
-    let session = state.session.clone();
-    let mut verdicts: Vec<Verdict> =
-        breaker::check(&mut state.breaker, &session, ctx.now_ms, &cfg.breaker)
-            .into_iter()
-            .collect();
-    let guard_env = || guard::env_for(p.cwd.as_deref(), ctx.project_dir, ctx.state_dir);
-    verdicts.extend(guard::check(tool, input, guard_env, &cfg.guard));
     let key = call_key(tool, input);
     let class = ToolClass::of(tool);
     // Learn what a file held before the agent first changes it, so undoing a change is
@@ -667,10 +658,6 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
     let now = ctx.now_ms;
     // A Code Mode script's call: the proxy level judges it (the window and the repeat rule).
     let scripted = p.tool_use_id.as_deref().is_some_and(script::is_script_call);
-    if scripted {
-        let what = detectors::describe(tool, &redact::target(tool, input));
-        verdicts.extend(script::window(&mut state.ceiling, key, now, &what));
-    }
     let world = &state.world;
     let news_ms = state.heed.news_of(&p.agent_key());
     let agent = state.agents.entry(p.agent_key()).or_default();
@@ -678,37 +665,35 @@ fn pre_tool_use(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> (Digest16, 
     let waits_itself =
         crate::judge::wait::declared_s(tool, input) >= crate::judge::wait::MIN_WAIT_S;
     let waited = waited(&agent.ledger, &key, waits_itself, now, ctx);
-    {
-        let view = View {
+    let guard_env = || guard::env_for(p.cwd.as_deref(), ctx.project_dir, ctx.state_dir);
+    let before = Before {
+        view: View {
             ledger: &agent.ledger,
             world,
             now_ms: now,
             config: cfg,
             news_ms,
-        };
-        let call = Call {
+        },
+        call: Call {
             tool,
             input,
             key,
             class,
             waited,
-        };
-        for (name, check) in detectors::BEFORE_CALL {
-            if !scripted || *name == repeat::NAME {
-                verdicts.extend(check(&view, &call));
-            }
-        }
-    }
-    if matches!(tool, "Edit" | "MultiEdit") && !scripted {
-        let path = input.get("file_path").and_then(Value::as_str).unwrap_or("");
-        verdicts.extend(modification::check(
-            agent,
-            path,
-            input,
-            now,
-            &cfg.detectors.modification,
-        ));
-    }
+        },
+        agent,
+        session: &state.session,
+        scripted,
+        guard_env: &guard_env,
+    };
+    let mut gates = Gates {
+        breaker: &mut state.breaker,
+        ceiling: &mut state.ceiling,
+    };
+    let verdicts: Vec<Verdict> = detectors::BEFORE_CALL
+        .iter()
+        .filter_map(|(_, check)| check(&before, &mut gates))
+        .collect();
     let denied = ctx.enforced() && strongest(&verdicts).is_some_and(|v| v.action >= Action::Deny);
     let target = compact_str::CompactString::from(redact::target(tool, input));
     if denied {
@@ -920,46 +905,24 @@ fn finish(state: &mut SessionState, f: &Finished, ctx: &Ctx) -> (Digest16, Vec<V
         state.heed.news(&agent_key, now);
     }
     agent.ledger.push(entry);
-    let mut verdicts = Vec::new();
-    {
-        let view = View {
-            ledger: &agent.ledger,
-            world: &state.world,
-            now_ms: now,
-            config: ctx.config,
-            news_ms: state.heed.news_of(&agent_key),
-        };
-        let latest = agent.ledger.entries.back().expect("just pushed");
+    let mut answer = Answer {
+        agent,
+        world: &state.world,
+        now_ms: now,
+        config: ctx.config,
+        news_ms: state.heed.news_of(&agent_key),
+        tool: f.tool,
+        input: f.input,
+        status: f.status,
+        error: f.error,
         // A script's calls are judged one by one only by the repeat rule (the proxy level).
-        let scripted = script::is_script_call(f.id);
-        for (name, after) in detectors::AFTER_ANSWER {
-            if !scripted || *name == repeat::NAME {
-                verdicts.extend(after(&view, latest));
-            }
-        }
-    }
-    let det = &ctx.config.detectors;
-    if matches!(f.tool, "Edit" | "MultiEdit")
-        && answered
-        && (f.status == Status::Ok || modification::is_miss(f.error))
-    {
-        let path = f
-            .input
-            .get("file_path")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        verdicts.extend(modification::record(
-            agent,
-            path,
-            f.input,
-            f.status == Status::Ok,
-            now,
-            &det.modification,
-        ));
-    }
-    if f.status == Status::Ok && class.changes_files() {
-        verdicts.extend(circular_import(agent, f.input, ctx));
-    }
+        scripted: script::is_script_call(f.id),
+        project_dir: ctx.project_dir,
+    };
+    let verdicts: Vec<Verdict> = detectors::AFTER_ANSWER
+        .iter()
+        .filter_map(|(_, after)| after(&mut answer))
+        .collect();
     if f.status.failed() {
         state.totals.failures += 1;
     }
@@ -1144,36 +1107,13 @@ fn changes(
     }
 }
 
-/// After a source file changed: a new import cycle through it is named once.
-fn circular_import(
-    agent: &mut crate::judge::state::AgentState,
-    input: &Value,
-    ctx: &Ctx,
-) -> Option<Verdict> {
-    let project = ctx.project_dir?;
-    let file = input
-        .get("file_path")
-        .or_else(|| input.get("notebook_path"))
-        .and_then(Value::as_str)?;
-    let (named, verdict) =
-        circular::check(project, Path::new(file), &ctx.config.detectors.circular)?;
-    if agent.cycles_named.iter().any(|c| *c == named) {
-        return None;
-    }
-    if agent.cycles_named.len() >= 16 {
-        agent.cycles_named.pop_front();
-    }
-    agent.cycles_named.push_back(named);
-    Some(verdict)
-}
-
 /// PostToolBatch lists every call of the model turn once. Calls no tool hook finished were
 /// denied by a hook, cancelled, refused, or rejected by Claude Code before they ran (an Edit whose
 /// `old_string` is missing): only the last are failures.
 fn post_tool_batch(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     let mut verdicts = Vec::new();
     for bc in p.tool_calls.as_deref().unwrap_or_default() {
-        let text = response_text(bc);
+        let text = bc.response_text();
         let id = bc.tool_use_id.as_deref().unwrap_or("");
         let agent = state.agents.entry(p.agent_key()).or_default();
         let pending = agent.ledger.pending_by_id(id).is_some();
@@ -1215,56 +1155,25 @@ fn post_tool_batch(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verd
         let (_, v) = finish(state, &done, ctx);
         verdicts.extend(v);
     }
-    verdicts.extend(script_step(state, p));
+    let batch = Batch {
+        calls: p.tool_calls.as_deref().unwrap_or_default(),
+        main: p.agent() == MAIN_AGENT,
+        turn: state.turn.number,
+        world: state.world.id,
+    };
+    let mut gates = Gates {
+        breaker: &mut state.breaker,
+        ceiling: &mut state.ceiling,
+    };
+    verdicts.extend(
+        detectors::AFTER_BATCH
+            .iter()
+            .filter_map(|(_, after)| after(&batch, &mut gates)),
+    );
     verdicts
 }
 
-/// A Code Mode step as a whole (the design's agent level): its PostToolBatch lists every call
-/// the script made; the same calls with the same results again in the turn is stagnation.
-fn script_step(state: &mut SessionState, p: &Payload) -> Option<Verdict> {
-    let calls = p.tool_calls.as_deref().unwrap_or_default();
-    let scripted = |bc: &&BatchCall| {
-        bc.tool_use_id
-            .as_deref()
-            .is_some_and(script::is_script_call)
-    };
-    if p.agent() != MAIN_AGENT || !calls.iter().any(|bc| scripted(&bc)) {
-        return None;
-    }
-    let mut pairs: Vec<[u8; 32]> = calls
-        .iter()
-        .filter(scripted)
-        .map(|bc| {
-            let said = outcome::of_failure(&response_text(bc)).digest;
-            let mut b = [0u8; 32];
-            b[..16].copy_from_slice(&call_key(&bc.tool_name, &bc.tool_input).0);
-            b[16..].copy_from_slice(&said.unwrap_or_default().0);
-            b
-        })
-        .collect();
-    let n = pairs.len();
-    pairs.sort_unstable();
-    let mut parts: Vec<&[u8]> = vec![&state.world.id.0];
-    parts.extend(pairs.iter().map(|b| &b[..]));
-    let signature = Digest16::of_parts(&parts);
-    script::step(&mut state.ceiling, state.turn.number, signature, n)
-}
-
-fn response_text(bc: &BatchCall) -> String {
-    match &bc.tool_response {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        Value::Array(items) => items
-            .iter()
-            .filter_map(|i| i.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        other => other.to_string(),
-    }
-}
-
 fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
-    let cfg = &ctx.config.progress;
     // Under an OPEN breaker the agent was told to summarise and stop: let it.
     if state.breaker.state == crate::judge::state::BreakerState::Open {
         end_at_stop(state, ctx);
@@ -1274,22 +1183,23 @@ fn stop(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> Vec<Verdict> {
     // undone changed nothing.
     state.turn.changes = u32::from(state.world.id != state.turn.start_world);
     let world = &state.world;
-    let judgement = progress::judge(&state.turn, ctx.attended, cfg, |base| {
-        ctx.changed_since(base, world)
-    });
-    let active = p.stop_hook_active == Some(true);
-    let verdict = progress::check(&state.turn, active, judgement, cfg);
-    match judgement {
-        progress::Judgement::Progress => state.turn.progress = Some(true),
-        progress::Judgement::NoProgress => state.turn.progress = Some(false),
-        _ => {}
-    }
-    if verdict.is_some() && ctx.enforced() {
+    let changed = |base: &str| ctx.changed_since(base, world);
+    let at = Stop {
+        config: ctx.config,
+        attended: ctx.attended,
+        active: p.stop_hook_active == Some(true),
+        changed: &changed,
+    };
+    let verdicts: Vec<Verdict> = detectors::AT_STOP
+        .iter()
+        .filter_map(|(_, at_stop)| at_stop(&mut state.turn, &at))
+        .collect();
+    if !verdicts.is_empty() && ctx.enforced() {
         state.turn.stop_blocks += 1;
     } else {
         end_at_stop(state, ctx);
     }
-    verdict.into_iter().collect()
+    verdicts
 }
 
 /// A Stop that lets the turn end judges it for the circuit breaker there, not at the next

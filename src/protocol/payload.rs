@@ -82,6 +82,22 @@ pub struct BatchCall {
     pub tool_response: Value,
 }
 
+impl BatchCall {
+    /// What the call answered, as text (a string, or an array's text blocks joined).
+    pub fn response_text(&self) -> String {
+        match &self.tool_response {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            Value::Array(items) => items
+                .iter()
+                .filter_map(|i| i.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// The fields of every hook payload loopgate reads. Everything else is ignored.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Payload {

@@ -140,6 +140,25 @@ pub fn person_prompted(b: &mut Breaker, session: &str, now_ms: u64) -> Verdict {
         .with("no_progress_turns", b.no_progress_turns)
 }
 
+/// At a prompt, the main agent's: an OPEN breaker refuses it where no person is known to be
+/// there to decide (an outer loop's next iteration then costs nothing); a prompt the person
+/// typed goes ahead, and they are told.
+pub fn at_prompt(p: &super::Prompt, g: &mut super::Gates) -> Option<Verdict> {
+    if !p.main {
+        return None;
+    }
+    let mut v = check(g.breaker, p.session, p.now_ms, &p.config.breaker)?;
+    if crate::protocol::verdict::refuses_prompt(p.attended) {
+        v.reason = v.reason.replacen(
+            "so tool calls are paused. Tell the user what you tried and what blocks you.",
+            "so this prompt was not sent to the model (it would have cost a turn and changed nothing).",
+            1,
+        );
+        return Some(v);
+    }
+    Some(person_prompted(g.breaker, p.session, p.now_ms))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

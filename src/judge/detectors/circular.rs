@@ -252,6 +252,30 @@ pub fn check(project: &Path, edited: &Path, cfg: &Circular) -> Option<(String, V
     Some((named, verdict))
 }
 
+/// After a source file changed: a new import cycle through it is named once.
+pub fn on_answer(a: &mut super::Answer) -> Option<Verdict> {
+    let changed_files = crate::protocol::tool::ToolClass::of(a.tool).changes_files();
+    if a.status != crate::judge::ledger::Status::Ok || !changed_files {
+        return None;
+    }
+    let project = a.project_dir?;
+    let file = a
+        .input
+        .get("file_path")
+        .or_else(|| a.input.get("notebook_path"))
+        .and_then(serde_json::Value::as_str)?;
+    let (named, verdict) = check(project, Path::new(file), &a.config.detectors.circular)?;
+    let agent = &mut *a.agent;
+    if agent.cycles_named.iter().any(|c| *c == named) {
+        return None;
+    }
+    if agent.cycles_named.len() >= 16 {
+        agent.cycles_named.pop_front();
+    }
+    agent.cycles_named.push_back(named);
+    Some(verdict)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

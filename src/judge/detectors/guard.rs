@@ -13,7 +13,8 @@ mod shell;
 
 use crate::config::Guard;
 use crate::protocol::verdict::{Action, Severity, Verdict};
-use paths::{Env, Op};
+pub use paths::Env;
+use paths::Op;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -170,6 +170,19 @@ pub fn check(
     )
 }
 
+/// After an Edit's answer (applied, or rejected because its text was not found): recorded, and
+/// stage-1 guidance at the threshold.
+pub fn on_answer(a: &mut super::Answer) -> Option<Verdict> {
+    let ok = a.status == crate::judge::ledger::Status::Ok;
+    if !matches!(a.tool, "Edit" | "MultiEdit") || !a.status.answered() || !(ok || is_miss(a.error))
+    {
+        return None;
+    }
+    let path = a.input.get("file_path").and_then(Value::as_str);
+    let cfg = &a.config.detectors.modification;
+    record(a.agent, path.unwrap_or(""), a.input, ok, a.now_ms, cfg)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

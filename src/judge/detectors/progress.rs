@@ -111,6 +111,20 @@ pub fn check(
     )
 }
 
+/// The Stop gate: the turn judged, what was found kept on it, and a block when it made no
+/// progress and the budget allows.
+pub fn at_stop(turn: &mut Turn, s: &super::Stop) -> Option<Verdict> {
+    let cfg = &s.config.progress;
+    let judgement = judge(turn, s.attended, cfg, s.changed);
+    let verdict = check(turn, s.active, judgement, cfg);
+    match judgement {
+        Judgement::Progress => turn.progress = Some(true),
+        Judgement::NoProgress => turn.progress = Some(false),
+        _ => {}
+    }
+    verdict
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

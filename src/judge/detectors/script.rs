@@ -95,6 +95,36 @@ pub fn step(c: &mut Ceiling, turn: u32, signature: Digest16, calls: usize) -> Op
     )
 }
 
+/// A Code Mode step as a whole (the design's agent level): its PostToolBatch lists every call
+/// the script made; the same calls with the same results again in the turn is stagnation.
+pub fn after_batch(b: &super::Batch, g: &mut super::Gates) -> Option<Verdict> {
+    let scripted = |bc: &&crate::protocol::payload::BatchCall| {
+        bc.tool_use_id.as_deref().is_some_and(is_script_call)
+    };
+    if !b.main || !b.calls.iter().any(|bc| scripted(&bc)) {
+        return None;
+    }
+    let mut pairs: Vec<[u8; 32]> = b
+        .calls
+        .iter()
+        .filter(scripted)
+        .map(|bc| {
+            let said = crate::judge::outcome::of_failure(&bc.response_text()).digest;
+            let mut out = [0u8; 32];
+            out[..16].copy_from_slice(
+                &crate::judge::call_key::call_key(&bc.tool_name, &bc.tool_input).0,
+            );
+            out[16..].copy_from_slice(&said.unwrap_or_default().0);
+            out
+        })
+        .collect();
+    let n = pairs.len();
+    pairs.sort_unstable();
+    let mut parts: Vec<&[u8]> = vec![&b.world.0];
+    parts.extend(pairs.iter().map(|p| &p[..]));
+    step(g.ceiling, b.turn, Digest16::of_parts(&parts), n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
