@@ -124,7 +124,7 @@ pub fn summary(stem: &str, s: &SessionState) -> Value {
 
 /// Where the session stands against the ceiling nothing but `loopgate reset` lowers.
 fn ceiling(s: &SessionState) -> Value {
-    use crate::judge::detectors::ceiling::{SESSION_BOUND, TURN_BOUND};
+    use crate::judge::ceiling::{SESSION_BOUND, TURN_BOUND};
     let c = &s.ceiling;
     let current = c.turn == s.turn.number;
     json!({
@@ -236,7 +236,7 @@ fn print_session(s: &SessionState) {
     if s.heed.turn == s.turn.number && !s.heed.defied.is_empty() {
         say!(
             "    walked into: {}",
-            crate::judge::detectors::ceiling::evidence(&s.heed)
+            crate::judge::ceiling::evidence(&s.heed)
         );
     }
     for t in &s.breaker.history {

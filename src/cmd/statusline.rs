@@ -3,7 +3,7 @@
 //! `tests/fixtures/statusline/`) whenever the screen updates, so this reads the state without the
 //! lock and without clap, writes nothing, and says little while all is well.
 
-use crate::judge::detectors::ceiling::{SESSION_BOUND, TURN_BOUND};
+use crate::judge::ceiling::{SESSION_BOUND, TURN_BOUND};
 use crate::judge::state::SessionState;
 use crate::store::Store;
 use std::io::Read;

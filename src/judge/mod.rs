@@ -2,6 +2,7 @@
 //! masks, the detectors, and the engine that runs them. No I/O beyond reading the work tree.
 
 pub mod call_key;
+pub mod ceiling;
 pub mod detectors;
 pub mod engine;
 pub mod ledger;

@@ -6,7 +6,6 @@
 //! and one line here.
 
 pub mod breaker;
-pub mod ceiling;
 pub mod circular;
 pub mod cycle;
 pub mod environment;

@@ -4,9 +4,10 @@
 
 use crate::config::{Config, Mode};
 use crate::judge::call_key::call_key;
+use crate::judge::ceiling;
 use crate::judge::detectors::{
-    self, breaker, ceiling, guard, progress, repeat, script, Answer, Batch, Before, Call, Gates,
-    Prompt, Stop, View,
+    self, breaker, guard, progress, repeat, script, Answer, Batch, Before, Call, Gates, Prompt,
+    Stop, View,
 };
 use crate::judge::ledger::{Entry, Pending, Status, ABSENT};
 use crate::judge::outcome::{self, ErrorClass, Interruption};
