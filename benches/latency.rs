@@ -1235,7 +1235,7 @@ fn largest_state_file(dir: &Path) -> Option<(u64, String)> {
     best
 }
 
-/// A `.state` file holds two slots (`store.rs`), the second at a fixed offset, so its length says
+/// A `.state` file holds two slots (`src/store/mod.rs`), the second at a fixed offset, so its length says
 /// little: the state's size is the larger slot's header plus body.
 fn encoded_state_size(path: &Path) -> Option<u64> {
     use std::os::unix::fs::FileExt;

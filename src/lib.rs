@@ -1,8 +1,17 @@
-//! loopgate: a Claude Code hook that detects an agent stuck in a loop and breaks the loop.
+//! loopgate: a hook that agent CLIs run on every event, to detect an agent stuck in a loop and
+//! break the loop.
 //!
 //! `main` calls [`main_entry`] (on Linux after its own process start-up, see `main.rs`); every
 //! hook call is a fresh process that reads one payload, updates the locked session state, and
-//! answers in the exact JSON Claude Code expects.
+//! answers in the exact JSON its CLI expects.
+//!
+//! The folders of `src/` are layers. Each uses only itself and the layers before it in this list
+//! (`tests/layers.rs` checks it; docs/architecture.md says what each holds):
+//!
+//! `util` < `platform` < `protocol` < `cli` < `config` < `judge` < `store` < `setup` <
+//! `defence` < `replay` < `hook` < `cmd`
+//!
+//! This file, above them all, parses the command line and hands it to a hook or a command.
 
 pub mod cli;
 pub mod cmd;

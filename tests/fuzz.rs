@@ -235,7 +235,7 @@ fn answer_shape(event: &str, v: &Value) -> Result<(), String> {
     Err("none of the accepted shapes".into())
 }
 
-/// loopgate reads no state file larger than this (two slots, `store.rs`), so it must never write one.
+/// loopgate reads no state file larger than this (two slots, `src/store/mod.rs`), so it must never write one.
 const MAX_STATE_BYTES: u64 = 2 * loopgate::store::SLOT;
 
 /// One input against every hook subcommand, in a fresh state dir so a failing case replays alone.

@@ -18,7 +18,7 @@ const os = require("os");
 const path = require("path");
 
 // The events loopgate handles for Claude Code and its subcommand for each (what `loopgate
-// setup` wires, src/setup.rs HOOKS); `true` for the tool events, which take a matcher.
+// setup` wires, src/setup/mod.rs HOOKS); `true` for the tool events, which take a matcher.
 const EVENTS = [
   ["SessionStart", "session-start", false],
   ["PreToolUse", "pre-tool-use", true],

@@ -29,7 +29,7 @@ from typing import Any, Awaitable, Callable, Mapping
 __all__ = ["EVENTS", "find_binary", "loopgate_hooks"]
 
 #: The events loopgate handles for Claude Code, its subcommand for each, and whether it is a
-#: tool event (which takes a matcher): what ``loopgate setup`` wires (src/setup.rs HOOKS).
+#: tool event (which takes a matcher): what ``loopgate setup`` wires (src/setup/mod.rs HOOKS).
 EVENTS: tuple[tuple[str, str, bool], ...] = (
     ("SessionStart", "session-start", False),
     ("PreToolUse", "pre-tool-use", True),

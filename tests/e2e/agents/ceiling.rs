@@ -26,7 +26,7 @@ use serde_json::Value;
 const CEILING: &str = "loopgate: 10 refused calls in this turn were made again regardless";
 const OVER: &str = "loopgate: this turn is over";
 
-/// Refused calls in a turn that end it (`src/detectors/ceiling.rs`).
+/// Refused calls in a turn that end it (`src/judge/ceiling.rs`).
 const TURN_BOUND: usize = 10;
 
 /// Longer than any loop should run: without the ceiling every one of these calls is made.

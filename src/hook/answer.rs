@@ -1,0 +1,138 @@
+//! The last steps of a judged call: the decisions and notices into the event log, then the
+//! answer in the CLI's dialect with what the person must hear.
+
+use super::session::Session;
+use super::{lock_wait, Call, Done, Told};
+use crate::config::{self, Mode};
+use crate::protocol::exit::Exit;
+use crate::protocol::payload::{clip, Payload};
+use crate::protocol::verdict::{strongest, Verdict};
+use crate::store::events;
+
+/// One JSON line per verdict and per notice into the event log (the lock is still held).
+pub(super) fn log(
+    call: &Call,
+    session: &Session,
+    verdicts: &[Verdict],
+    cfg: &config::Config,
+    told: &mut Told,
+) {
+    let meta = events::Meta {
+        payload: call.payload,
+        event: call.event,
+        now_ms: call.now_ms,
+        enforced: cfg.mode == Mode::Enforce,
+        preview: cfg.log.preview.then(|| preview(call.payload)).flatten(),
+        config: Some(cfg),
+    };
+    let mut lines: Vec<_> = verdicts.iter().map(|v| events::line(&meta, v)).collect();
+    lines.extend(told.notices.iter().map(|n| notice_line(&meta, n)));
+    if let Some(n) = &session.rewired {
+        let mut line = notice_line(&meta, n);
+        line["detector"] = "guard".into();
+        lines.push(line);
+    }
+    told.notices.extend(session.rewired.clone());
+    if let Some(s) = &session.store {
+        if let Err(e) = events::append(s.dir(), &lines, &cfg.log, lock_wait(cfg)) {
+            told.problems.push(format!("{e:#}"));
+        }
+    }
+}
+
+/// Releases the session, sweeps old files at a session's first call, and answers: the strongest
+/// verdict in the CLI's dialect (enforce mode only), with the notices and, once per session, the
+/// configuration's problems as a `systemMessage`.
+pub(super) fn answer(
+    call: &Call,
+    session: Session,
+    verdicts: &[Verdict],
+    cfg: &config::Config,
+    told: Told,
+) -> Done {
+    let Told {
+        mut problems,
+        config_problems,
+        notices,
+    } = told;
+    let notify = !config_problems.is_empty()
+        && session.store.as_ref().is_none_or(|s| {
+            crate::store::notice::first_time(
+                s.dir(),
+                &call.payload.session_id,
+                &config_problems.join("\n"),
+            )
+        });
+    // Files only pile up as sessions start, so a session's first call is when housekeeping
+    // looks at its stamp; the calls after it skip even that `stat`.
+    let first_call = session.lock().is_some_and(|l| !l.session_known());
+    let Session { store, held, .. } = session;
+    drop(held);
+    if let Some(s) = store.as_ref().filter(|_| first_call) {
+        crate::store::gc::maybe_sweep(s.dir(), &cfg.housekeeping);
+    }
+    let answer = if cfg.mode == Mode::Enforce {
+        strongest(verdicts).and_then(|v| {
+            crate::protocol::dialect::answer(call.agent, call.event, call.expected, v)
+        })
+    } else {
+        None
+    };
+    let mut stdout = with_notices(answer, &notices);
+    if !notices.is_empty() {
+        // Also on stderr, for logs that keep it; exit 0 keeps the answer (and the notice) valid.
+        problems.extend(notices);
+    }
+    if notify {
+        let message = crate::store::notice::config_message(&config_problems);
+        stdout = Some(crate::store::notice::with_system_message(stdout, &message));
+    }
+    Done {
+        stdout,
+        problems,
+        exit: Exit::Ok,
+    }
+}
+
+/// An event-log line for a notice (not a verdict: nothing was denied for it).
+fn notice_line(m: &events::Meta, notice: &str) -> serde_json::Value {
+    serde_json::json!({
+        "ts": crate::platform::clock::rfc3339(m.now_ms),
+        "session": clip(&m.payload.session_id, 128),
+        "agent": m.payload.agent_key(),
+        "prompt_id": m.payload.prompt_id,
+        "event": m.event.name(),
+        "tool": m.payload.tool_name,
+        "detector": "state_store",
+        "loop_type": "other",
+        "decision": "notice",
+        "enforced": m.enforced,
+        "severity": "high",
+        "reason": format!("loopgate: {notice}"),
+    })
+}
+
+/// Adds the notices to the answer's `systemMessage` (the human sees it, the model does not), or
+/// answers with only a `systemMessage` when there was nothing else to say.
+fn with_notices(answer: Option<String>, notices: &[String]) -> Option<String> {
+    if notices.is_empty() {
+        return answer;
+    }
+    let text = format!("loopgate: {}", notices.join("; "));
+    let mut v = answer
+        .and_then(|a| serde_json::from_str::<serde_json::Value>(&a).ok())
+        .filter(serde_json::Value::is_object)
+        .unwrap_or_else(|| serde_json::json!({}));
+    let msg = match v.get("systemMessage").and_then(|m| m.as_str()) {
+        Some(m) => format!("{m} | {text}"),
+        None => text,
+    };
+    v["systemMessage"] = serde_json::Value::String(msg);
+    Some(v.to_string())
+}
+
+fn preview(p: &Payload) -> Option<String> {
+    p.tool_input
+        .as_ref()
+        .map(|i| crate::judge::redact::target(p.tool(), i))
+}

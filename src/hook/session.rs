@@ -1,0 +1,266 @@
+//! The session a judged call works on: the state dir (repaired, or a private fallback), the
+//! session's lock (or, while another process holds it, that holder's journal), and the state,
+//! with every repair or loss told to the person.
+
+use super::{lock_wait, state_dir, Call};
+use crate::cli::Cli;
+use crate::config;
+use crate::judge::state::SessionState;
+use crate::protocol::payload::clip;
+use crate::store::{Busy, Held, SessionLock, Store};
+use anyhow::{Context, Result};
+
+/// The store, and the session's lock or the busy holder's journal; either may be missing, and
+/// the call is judged all the same.
+pub(super) struct Session {
+    pub store: Option<Store>,
+    pub held: Option<Held>,
+    /// The saved state could not be read or moved aside: it is not written over either.
+    pub unreadable: bool,
+    /// At the session's first call: an agent changed the CLI's hook files.
+    pub rewired: Option<String>,
+}
+
+impl Session {
+    pub fn lock(&self) -> Option<&SessionLock> {
+        match &self.held {
+            Some(Held::Locked(l)) => Some(l),
+            _ => None,
+        }
+    }
+
+    pub fn busy(&self) -> Option<&Busy> {
+        match &self.held {
+            Some(Held::Busy(b)) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// Opens the session: no usable store does not stop the judgement, the guard and the detectors
+/// answer on a fresh in-memory state (and the person is told).
+pub(super) fn open(
+    call: &Call,
+    cfg: &config::Config,
+    notices: &mut Vec<String>,
+) -> (Session, SessionState) {
+    let store = open_store(call.cli, notices);
+    let session_id = &call.payload.session_id;
+    let held = store
+        .as_ref()
+        .and_then(|s| hold(s, session_id, cfg, notices));
+    let mut session = Session {
+        store,
+        held,
+        unreadable: false,
+        rewired: None,
+    };
+    let lock = session.lock();
+    if let Some(q) = lock.and_then(|l| l.healed.as_ref()) {
+        notices.push(format!(
+            "the session's lock file was {} and has been moved to {}; a fresh one was made",
+            q.why,
+            q.path.display()
+        ));
+    }
+    let mut unreadable = false;
+    let (loaded, quarantined) = match (&session.store, lock) {
+        (Some(s), Some(l)) => s.load(l).unwrap_or_else(|e| {
+            // What could not be read or moved aside is not written over either.
+            notices.push(format!(
+                "{e:#}; this call was judged on a fresh state and not recorded"
+            ));
+            unreadable = true;
+            (None, None)
+        }),
+        (Some(s), None) => (Store::peek(&s.state_path(session_id)), None),
+        (None, _) => (None, None),
+    };
+    if let Some(l) = lock {
+        // What FileChanged noticed since the last call (its own answer is shown nowhere).
+        notices.extend(crate::defence::wiring::take_pending(l.state_path()));
+    }
+    // A session's first call: did an agent change the CLI's hook files? (never on later calls)
+    let rewired = lock
+        .filter(|l| !l.session_known())
+        .and_then(|_| crate::defence::wiring_check::session_notice(call.agent, call.project_dir));
+    if let Some(q) = &quarantined {
+        notices.push(format!(
+            "session state was unusable ({}) and has been moved to {}; loop counts start again \
+             from zero",
+            q.why,
+            q.path.display()
+        ));
+    }
+    let known = lock.is_some_and(|l| l.session_known());
+    let mut state = state_of(loaded, quarantined.is_none() && known, call, notices);
+    if lock.is_some() {
+        notices.extend(config_loosened(&mut state, cfg, call.cli.observe));
+    }
+    session.unreadable = unreadable;
+    session.rewired = rewired;
+    (session, state)
+}
+
+/// The session's lock, or the busy holder's journal to record in; neither when locking failed.
+fn hold(
+    store: &Store,
+    session_id: &str,
+    cfg: &config::Config,
+    notices: &mut Vec<String>,
+) -> Option<Held> {
+    match store.lock_or_busy(&Store::stem(session_id), lock_wait(cfg)) {
+        Ok(h) => Some(h),
+        Err(e) => {
+            notices.push(format!(
+                "{e:#}; this call was judged on a read-only copy of the session state and \
+                 not recorded"
+            ));
+            None
+        }
+    }
+}
+
+/// The saved state, or a fresh one when there is none, when it belongs to another session, or
+/// when it vanished since the last call (`known`: the session has been seen and no state was
+/// moved aside).
+fn state_of(
+    loaded: Option<SessionState>,
+    known: bool,
+    call: &Call,
+    notices: &mut Vec<String>,
+) -> SessionState {
+    let session_id = &call.payload.session_id;
+    let fresh = || SessionState::new(session_id, call.now_ms);
+    match loaded {
+        Some(s) if s.session != clip(session_id, 128) => {
+            notices.push(
+                "the session's state file was replaced by another session's state; it is \
+                 ignored and loop counts start again from zero"
+                    .into(),
+            );
+            fresh()
+        }
+        Some(s) => s,
+        None => {
+            if known {
+                notices.push(
+                    "the session's state file vanished since the last call (deleted by a tool?); \
+                     loop counts start again from zero"
+                        .into(),
+                );
+            }
+            fresh()
+        }
+    }
+}
+
+/// The configuration loosened since the session began, or since the person was last told: a
+/// config file made or edited mid-session (one FileChanged may not see) that raises a threshold,
+/// switches a detector or the guard off, or exempts a command. Told once; the new configuration
+/// is the baseline from then on. A first call only takes the baseline.
+fn config_loosened(
+    state: &mut SessionState,
+    cfg: &config::Config,
+    flag_observe: bool,
+) -> Option<String> {
+    // The common case, the same configuration again, costs one encoding and a comparison.
+    let now = postcard::to_allocvec(cfg).ok()?;
+    if state.heed.config == now {
+        return None;
+    }
+    let old = postcard::from_bytes::<config::Config>(&state.heed.config).ok();
+    // `--observe` on the command line is how the hooks were wired (ConfigChange and the
+    // first-call check judge that), not a configuration that changed: the mode stays the one
+    // the baseline has.
+    let (now, cfg) = match &old {
+        Some(o) if flag_observe && o.mode != cfg.mode => {
+            let kept = config::Config {
+                mode: o.mode,
+                ..cfg.clone()
+            };
+            (
+                postcard::to_allocvec(&kept).ok()?,
+                std::borrow::Cow::Owned(kept),
+            )
+        }
+        _ => (now, std::borrow::Cow::Borrowed(cfg)),
+    };
+    if state.heed.config == now {
+        return None;
+    }
+    state.heed.config = now;
+    let changes = crate::config::tighten::loosened(&old?, &cfg);
+    (!changes.is_empty()).then(|| {
+        format!(
+            "loopgate's configuration was loosened during this session: {}. If you did not \
+             change it, `loopgate config` shows which file each value comes from.",
+            changes.join(", ")
+        )
+    })
+}
+
+/// The configured state dir (repaired if an agent broke it, see [`Store::open_healing`]), or the private
+/// per-user fallback (with a notice) when it cannot be used, or none: then the call is judged on
+/// a fresh in-memory state and the person is told. Repairs are told once (they do not recur).
+pub(super) fn open_store(cli: &Cli, notices: &mut Vec<String>) -> Option<Store> {
+    let opened = state_dir(cli).and_then(|dir| Store::open_healing(&dir));
+    let (mut store, e) = match opened {
+        Ok(s) => (Some(s), None),
+        Err(e) => (None, Some(e)),
+    };
+    if let Some(e) = e {
+        let configured = state_dir(cli).ok();
+        match open_fallback(configured.as_deref()) {
+            Ok(s) => {
+                notices.push(format!(
+                    "the state dir is unusable ({e:#}); using the private fallback {} until it \
+                     is repaired",
+                    s.dir().display()
+                ));
+                store = Some(s);
+            }
+            Err(f) => notices.push(format!(
+                "the state dir is unusable ({e:#}) and so is every private fallback ({f:#}); \
+                 this call was judged on a fresh in-memory state and not recorded"
+            )),
+        }
+    }
+    if let Some(s) = store.as_mut() {
+        notices.extend(
+            s.take_healed()
+                .into_iter()
+                .map(|h| format!("the state dir was repaired: {h}")),
+        );
+    }
+    store
+}
+
+/// The private fallback, repaired like the state dir; when an agent (or another user) poisoned it
+/// beyond repair, the next of a few fixed alternatives beside it, so the state still persists
+/// from call to call.
+fn open_fallback(configured: Option<&std::path::Path>) -> Result<Store> {
+    let base = Store::fallback_dir().context("no private fallback dir on this system")?;
+    let mut last = None;
+    for n in 1..=FALLBACKS {
+        let dir = match n {
+            1 => base.clone(),
+            n => {
+                let mut name = base.file_name().unwrap_or_default().to_os_string();
+                name.push(format!(".{n}"));
+                base.with_file_name(name)
+            }
+        };
+        if Some(dir.as_path()) == configured {
+            continue;
+        }
+        match Store::open_fallback(&dir) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("no fallback dir")))
+}
+
+/// How many private fallback dirs are tried (`loopgate-<uid>`, then `.2`, `.3`).
+const FALLBACKS: usize = 3;

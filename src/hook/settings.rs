@@ -1,0 +1,226 @@
+//! The events about the CLI's own settings and files, answered apart from the judged calls:
+//! SessionStart (the session's files made early, the paths to watch answered), ConfigChange
+//! (loopgate's wiring undone is put right) and FileChanged (a watched file changed).
+
+use super::session::open_store;
+use super::{lock_wait, Done};
+use crate::cli::Cli;
+use crate::config::{self, Mode};
+use crate::judge::state::SessionState;
+use crate::protocol::dialect::Agent;
+use crate::protocol::exit::Exit;
+use crate::protocol::payload::{clip, Event, Payload};
+use crate::store::{events, Store};
+use anyhow::{Context, Result};
+
+/// The answer to a settings event, or `None` for an event that is judged.
+pub(super) fn answer(
+    cli: &Cli,
+    agent: Agent,
+    payload: &Payload,
+    event: Event,
+    project_dir: Option<&std::path::Path>,
+    cfg: &config::Config,
+) -> Option<Result<Done>> {
+    match event {
+        // Setup wires no SessionStart for the other CLIs; one wired by hand leaves the session's
+        // files to its first judged call, which then checks the wiring.
+        Event::SessionStart if agent != Agent::Claude => Some(Ok(Done::silent())),
+        Event::SessionStart => Some(session_start(cli, &payload.session_id, cfg).map(|mut d| {
+            d.stdout = crate::defence::wiring::watch_answer(&watched(cli, project_dir));
+            d
+        })),
+        Event::ConfigChange => Some(config_change(cli, payload, project_dir, cfg)),
+        Event::FileChanged => Some(file_changed(cli, payload, project_dir, cfg)),
+        _ => None,
+    }
+}
+
+/// SessionStart makes a new session's lock and state files, so that its first prompt creates none:
+/// a file creation costs milliseconds on some filesystems (NFS, a journal-less ext4 after
+/// deletions), while a session's start is not waited on. Anything else (a resumed session, a state
+/// to move aside, a busy lock, a config problem) is left to the session's next event, which judges
+/// and reports it. It answers nothing of its own, since plain stdout would reach the model
+/// (observed); for Claude Code the caller answers the paths to watch, which does not.
+fn session_start(cli: &Cli, session_id: &str, cfg: &config::Config) -> Result<Done> {
+    // Anything amiss is left to the session's next event, which judges and tells.
+    let Some(store) = open_store(cli, &mut Vec::new()) else {
+        return Ok(Done::silent());
+    };
+    let Ok(lock) = store.lock(session_id, lock_wait(cfg)) else {
+        return Ok(Done::silent());
+    };
+    if lock.session_is_new() && lock.healed.is_none() {
+        if store
+            .save(
+                &lock,
+                &SessionState::new(session_id, crate::platform::clock::now_ms()),
+            )
+            .is_err()
+        {
+            return Ok(Done::silent());
+        }
+        drop(lock);
+        crate::store::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
+    }
+    Ok(Done::silent())
+}
+
+/// The files a Claude Code session watches for FileChanged: the hooks' binary and loopgate's
+/// config files (see [`crate::defence::wiring::watch_paths`]).
+fn watched(cli: &Cli, project: Option<&std::path::Path>) -> Vec<std::path::PathBuf> {
+    crate::defence::wiring::watch_paths(
+        std::env::current_exe().ok().as_deref(),
+        &config_files(cli, project),
+    )
+}
+
+fn config_files(cli: &Cli, project: Option<&std::path::Path>) -> Vec<std::path::PathBuf> {
+    cli.config
+        .clone()
+        .into_iter()
+        .chain(config::user_config_file())
+        .chain(project.map(config::project_config_file))
+        .collect()
+}
+
+/// FileChanged: a watched file changed. It cannot block and its answer is shown nowhere
+/// (observed), so what the person must hear is logged, said on stderr, and kept for the
+/// session's next hook call to show.
+fn file_changed(
+    cli: &Cli,
+    payload: &Payload,
+    project_dir: Option<&std::path::Path>,
+    cfg: &config::Config,
+) -> Result<Done> {
+    let (Some(changed), Some(exe)) = (
+        payload.file_path.as_deref().filter(|f| !f.is_empty()),
+        std::env::current_exe().ok(),
+    ) else {
+        return Ok(Done::silent());
+    };
+    let project = project_dir
+        .map(std::path::Path::to_path_buf)
+        .or_else(|| payload.cwd.as_deref().map(std::path::PathBuf::from));
+    let mode_now = || {
+        let mut off = Vec::new();
+        if cfg.mode == Mode::Observe {
+            off.push("puts loopgate in observe mode (it denies nothing)");
+        }
+        if !cfg.guard.enabled {
+            off.push("switches the tamper guard off");
+        }
+        (!off.is_empty()).then(|| off.join(" and "))
+    };
+    let Some(message) = crate::defence::wiring::file_changed(
+        std::path::Path::new(changed),
+        payload.file_event.as_deref().unwrap_or("change"),
+        Some(&exe),
+        &config_files(cli, project.as_deref()),
+        mode_now,
+    ) else {
+        return Ok(Done::silent());
+    };
+    let message = crate::judge::redact::mask(&message);
+    let mut notices = Vec::new();
+    if let Some(store) = open_store(cli, &mut notices) {
+        let _ =
+            crate::defence::wiring::keep_pending(&store.state_path(&payload.session_id), &message);
+        let line = settings_event_line(
+            payload,
+            ("FileChanged", "notice", cfg.mode == Mode::Enforce),
+            &format!("loopgate: {message}"),
+            serde_json::json!({"file_path": clip(changed, 256), "change": payload.file_event.as_deref().map(|e| clip(e, 16))}),
+        );
+        let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
+    }
+    Ok(Done {
+        stdout: None,
+        problems: vec![message],
+        exit: Exit::Ok,
+    })
+}
+
+/// ConfigChange: a settings file changed on disk. When the settings now switch loopgate off
+/// (hooks unwired, all hooks disabled, loopgate's environment overridden), the files are put
+/// right and the change is blocked, so the hooks Claude Code has loaded keep running and the next
+/// reload finds loopgate wired again; the person is told, on screen and in the log. See
+/// [`crate::defence::wiring`].
+fn config_change(
+    cli: &Cli,
+    payload: &Payload,
+    project_dir: Option<&std::path::Path>,
+    cfg: &config::Config,
+) -> Result<Done> {
+    let Some(changed) = payload.file_path.as_deref().filter(|f| !f.is_empty()) else {
+        return Ok(Done::silent());
+    };
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from);
+    let project = project_dir
+        .map(std::path::Path::to_path_buf)
+        .or_else(|| payload.cwd.as_deref().map(std::path::PathBuf::from));
+    let files = crate::defence::wiring::settings_files(home.as_deref(), project.as_deref());
+    // A plugin's hooks live in the plugin, not in the settings: there is no wiring to restore.
+    let prefix = match std::env::var_os("CLAUDE_PLUGIN_ROOT") {
+        Some(_) => None,
+        None => {
+            let exe = std::env::current_exe().context("cannot find loopgate's own binary")?;
+            Some(crate::setup::command_prefix(&exe, cli.observe)?)
+        }
+    };
+    let mut notices = Vec::new();
+    let store = open_store(cli, &mut notices);
+    let Some(undone) = crate::defence::wiring::check_change(
+        std::path::Path::new(changed),
+        &files,
+        prefix.as_deref(),
+        store.as_ref().map(Store::dir),
+    ) else {
+        return Ok(Done::silent());
+    };
+    let message = crate::judge::redact::mask(&undone.message());
+    if let Some(store) = &store {
+        let line = settings_event_line(
+            payload,
+            ("ConfigChange", "deny", true),
+            &message,
+            serde_json::json!({"file_path": clip(changed, 256)}),
+        );
+        let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
+    }
+    Ok(Done {
+        stdout: Some(
+            serde_json::json!({
+                "decision": "block",
+                "reason": message,
+                "systemMessage": message,
+            })
+            .to_string(),
+        ),
+        problems: Vec::new(),
+        exit: Exit::Ok,
+    })
+}
+
+/// The event-log line of a guard decision on a settings or watched file (ConfigChange,
+/// FileChanged): `(event, decision, enforced)`, the reason shown, and what changed.
+fn settings_event_line(
+    payload: &Payload,
+    (event, decision, enforced): (&str, &str, bool),
+    reason: &str,
+    evidence: serde_json::Value,
+) -> serde_json::Value {
+    serde_json::json!({
+        "ts": crate::platform::clock::rfc3339(crate::platform::clock::now_ms()),
+        "session": clip(&payload.session_id, 128),
+        "event": event,
+        "detector": "guard",
+        "decision": decision,
+        "enforced": enforced,
+        "severity": "high",
+        "reason": reason,
+        "evidence": evidence,
+    })
+}
