@@ -391,6 +391,78 @@ fn twenty_subagents_each_repeating_a_failing_call_are_each_denied() {
     assert!(env.pre("Bash", input, "main-1").is_silent_allow());
 }
 
+/// More subagents at once than loopgate follows (20 beside the main agent): one whose calls were
+/// failing is dropped only when every other is failing too, and then the person is told, once.
+/// Subagents with nothing failing make room silently, as they always did.
+#[test]
+fn a_failing_subagent_dropped_for_room_is_told_once_and_ordinary_ones_silently() {
+    let env = Env::new();
+    let call = |agent: usize, n: usize, fails: bool| {
+        let input = json!({"command": format!("make target-{agent}")});
+        let id = format!("a{agent}-{n}");
+        let mut p = env.base(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": id}),
+        );
+        p["agent_id"] = json!(format!("sub-{agent}"));
+        let pre = env.hook("pre-tool-use", &p);
+        let mut q = p.clone();
+        q["hook_event_name"] = json!("PostToolUse");
+        let (sub, extra) = if fails {
+            q["hook_event_name"] = json!("PostToolUseFailure");
+            (
+                "post-tool-use-failure",
+                json!({"error": "Exit code 2\nmake: *** [target] Error 2"}),
+            )
+        } else {
+            (
+                "post-tool-use",
+                json!({"tool_response": {"stdout": "built", "stderr": ""}}),
+            )
+        };
+        for (k, v) in extra.as_object().unwrap() {
+            q[k] = v.clone();
+        }
+        [pre, env.hook(sub, &q)]
+    };
+    let told = |outs: &[crate::common::Out; 2]| {
+        outs.iter()
+            .any(|o| o.stdout.contains("subagents ran at once"))
+    };
+    // 30 ordinary subagents: ten are dropped for room, and nobody needs to hear it.
+    for a in 1..=30 {
+        assert!(!told(&call(a, 0, false)), "ordinary subagent {a}");
+    }
+    // 21 more, every one failing: the first failing ones are dropped, and the person hears it
+    // once (on the call that dropped one), not on every call after.
+    let outs: Vec<_> = (31..=60).map(|a| call(a, 0, true)).collect();
+    let told_at: Vec<usize> = (31..=60)
+        .zip(&outs)
+        .filter(|(_, o)| told(o))
+        .map(|(a, _)| a)
+        .collect();
+    assert_eq!(told_at.len(), 1, "told on {told_at:?}");
+    assert!(outs.iter().flatten().all(|o| o.code == 0));
+    let notice = outs
+        .iter()
+        .flatten()
+        .find(|o| o.stdout.contains("subagents ran at once"))
+        .unwrap();
+    assert!(
+        notice.json()["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("loopgate:") && m.contains("starts counting again")),
+        "{}",
+        notice.stdout
+    );
+    assert!(
+        env.events().iter().any(|e| e["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("subagents ran at once"))),
+        "the notice is in the event log too"
+    );
+}
+
 /// A SubagentStop that names no agent stops no one: the main agent's record of its repeated
 /// failing call survives it (it used to be wiped, and the third try went through).
 #[test]

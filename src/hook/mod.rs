@@ -220,7 +220,26 @@ fn judge(
     verdicts
         .iter_mut()
         .for_each(crate::judge::redact::mask_verdict);
+    if !state.evicted.is_empty() {
+        told.notices.extend(evicted(call, session));
+    }
     (verdicts, pending)
+}
+
+/// More subagents at once than loopgate follows dropped one that had failing calls: a loop it
+/// was in starts counting again, which the person hears once per session.
+fn evicted(call: &Call, session: &Session) -> Option<String> {
+    let text = format!(
+        "more than {} subagents ran at once, so loopgate dropped the record of one whose calls \
+         were failing; a loop it was in starts counting again from zero",
+        crate::judge::state::MAX_AGENTS - 1
+    );
+    let key = format!("{}\0evicted", call.payload.session_id);
+    let new = session
+        .store
+        .as_ref()
+        .is_none_or(|s| crate::store::notice::first_time(s.dir(), &key, &text));
+    new.then_some(text)
 }
 
 /// Saves the state (and empties the journal it now holds), or, while another process holds the

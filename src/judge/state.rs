@@ -40,6 +40,10 @@ pub struct SessionState {
     /// What the waiting rules and the ceiling need beyond the ledger. Keep it the last field:
     /// states of formats before 5 end before it, and decode with its default (`codec`).
     pub heed: Heed,
+    /// Subagents whose record was dropped by this call while it held failing calls (a loop it may
+    /// be in): never saved, told to the person by the hook.
+    #[serde(skip)]
+    pub evicted: Vec<String>,
 }
 
 /// Whether the agent heeds what it was told (issue 27): when each agent last learned something
@@ -328,10 +332,12 @@ impl SessionState {
                     (failing, a.last_seen_ms)
                 })
                 .map(|(k, _)| k.clone());
-            match victim {
-                Some(k) => self.agents.remove(&k),
-                None => break,
-            };
+            let Some(k) = victim else { break };
+            if let Some(gone) = self.agents.remove(&k) {
+                if gone.ledger.answers().any(|e| e.status.failed()) {
+                    self.evicted.push(k);
+                }
+            }
         }
         let agents = &self.agents;
         self.heed
