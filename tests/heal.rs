@@ -443,3 +443,45 @@ fn a_new_session_on_a_really_full_disk_is_still_judged() {
         "the old session kept its counts"
     );
 }
+
+/// An earlier copy of the session's state put back over it (which lowers every loop count) is
+/// told to the person once, and the loop is caught again from there; a session that only sat
+/// idle as long is told nothing (issue 30, a state rolled back).
+#[test]
+fn a_state_put_back_from_an_earlier_copy_is_told_once() {
+    let rolled_back = Env::new();
+    let idle = Env::new();
+    for env in [&rolled_back, &idle] {
+        judged(&env.bash("cargo test", FAIL), "first failure");
+    }
+    let copy = std::fs::read(rolled_back.state_file()).unwrap();
+    for env in [&rolled_back, &idle] {
+        for _ in 0..2 {
+            judged(&env.bash("cargo test", FAIL), "later failures");
+        }
+    }
+    // Past the file system's drift from the clock: the copy goes back well after loopgate wrote.
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    std::fs::write(rolled_back.state_file(), &copy).unwrap();
+    // The copy knew one failure: two more go through (the rollback worked), and it is told.
+    let outs: Vec<Out> = (0..3)
+        .map(|_| rolled_back.bash("cargo test", FAIL))
+        .collect();
+    outs.iter()
+        .for_each(|o| judged(o, "after the copy was put back"));
+    let said: Vec<String> = outs.iter().map(notice).collect();
+    told_once(&said, "something other than loopgate", "a state put back");
+    assert!(said[0].contains("earlier copy"), "{said:?}");
+    assert!(!outs[1].denied() && outs[2].denied(), "{}", outs[2].stdout);
+    let idle_out = idle.bash("cargo test", FAIL);
+    assert!(
+        idle_out.denied(),
+        "the idle session's loop: {}",
+        idle_out.stdout
+    );
+    assert!(
+        !notice(&idle_out).contains("something other than loopgate"),
+        "idle is not a rollback: {}",
+        idle_out.stdout
+    );
+}

@@ -141,7 +141,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
     };
     let (session, mut state) = session::open(&call, cfg, &mut told.notices);
     let (verdicts, pending) = judge(&call, &session, &mut state, cfg, &mut told);
-    save(&call, &session, &state, pending, &mut told.notices);
+    save(&call, &session, &mut state, pending, &mut told.notices);
     // The OS frees memory at exit: dropping a large state is work nobody needs.
     std::mem::forget(state);
     answer::log(&call, &session, &verdicts, cfg, &mut told);
@@ -247,12 +247,13 @@ fn evicted(call: &Call, session: &Session) -> Option<String> {
 fn save(
     call: &Call,
     session: &Session,
-    state: &SessionState,
+    state: &mut SessionState,
     pending: Option<Pending>,
     notices: &mut Vec<String>,
 ) {
     let lock = session.lock().filter(|_| !session.unreadable);
     if let (Some(s), Some(l)) = (&session.store, lock) {
+        state.written.at_ms = crate::platform::clock::wall_ms();
         match s.save(l, state) {
             Ok(()) => match pending {
                 Some(j) => journaled::merged(s.dir(), l, j, &call.payload.session_id, notices),

@@ -94,6 +94,9 @@ pub(super) fn open(
     }
     let known = lock.is_some_and(|l| l.session_known());
     let mut state = state_of(loaded, quarantined.is_none() && known, call, notices);
+    if let Some(l) = lock {
+        notices.extend(restored(&mut state, l));
+    }
     if lock.is_some() {
         notices.extend(config_loosened(&mut state, cfg, call.cli.observe));
     }
@@ -116,6 +119,38 @@ fn hold(
                 "{e:#}; this call was judged on a read-only copy of the session state and \
                  not recorded"
             ));
+            None
+        }
+    }
+}
+
+/// How far past loopgate's last write of a state its file's change time may run before that
+/// change is someone else's: well beyond a file system's drift from the system clock, which each
+/// session measures, and its timestamps' coarseness.
+const RESTORED_AFTER_MS: i64 = 5_000;
+
+/// A state file written since loopgate last wrote it (an earlier copy put back lowers every loop
+/// count to what it was then): told, once, since this call's save makes the two agree again.
+/// Each call notes how far the file system's change time runs from the system clock, so a
+/// network file system whose server clock differs is not taken for someone else.
+fn restored(state: &mut SessionState, lock: &SessionLock) -> Option<String> {
+    let changed = lock.state_changed_ms()?;
+    let at = state.written.at_ms;
+    if at == 0 {
+        return None;
+    }
+    let drift = changed.saturating_sub(i64::try_from(at).ok()?);
+    match state.written.skew_ms {
+        Some(skew) if drift.saturating_sub(skew) > RESTORED_AFTER_MS => Some(format!(
+            "the session's state file was written at {} by something other than loopgate, \
+             which last wrote it at {}: an earlier copy put back (or another file) takes the \
+             loop counts back to what they were then. If that was not you, `loopgate status` \
+             shows the session",
+            crate::platform::clock::time_of_day(u64::try_from(changed).unwrap_or(0)),
+            crate::platform::clock::time_of_day(at)
+        )),
+        _ => {
+            state.written.skew_ms = Some(drift);
             None
         }
     }

@@ -54,7 +54,13 @@ fn session_start(cli: &Cli, session_id: &str, cfg: &config::Config) -> Result<Do
         if store
             .save(
                 &lock,
-                &SessionState::new(session_id, crate::platform::clock::now_ms()),
+                &SessionState {
+                    written: crate::judge::state::Written {
+                        at_ms: crate::platform::clock::wall_ms(),
+                        skew_ms: None,
+                    },
+                    ..SessionState::new(session_id, crate::platform::clock::now_ms())
+                },
             )
             .is_err()
         {

@@ -40,10 +40,26 @@ pub struct SessionState {
     /// What the waiting rules and the ceiling need beyond the ledger. Keep it the last field:
     /// states of formats before 5 end before it, and decode with its default (`codec`).
     pub heed: Heed,
+    /// When loopgate last wrote this state. Keep it the last field: states of formats before 7
+    /// end before it, and decode with its default (`codec`).
+    pub written: Written,
     /// Subagents whose record was dropped by this call while it held failing calls (a loop it may
     /// be in): never saved, told to the person by the hook.
     #[serde(skip)]
     pub evicted: Vec<String>,
+}
+
+/// When loopgate wrote the state, by the system clock, and how far the file system's change time
+/// of its own writes runs from that clock (a network file system's server keeps its own): a
+/// state file whose change time runs far beyond was written by something else since, such as an
+/// earlier copy put back to lower the loop counts (issue 30).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Written {
+    /// 0: not known (a state from before format 7).
+    pub at_ms: u64,
+    /// The change time of loopgate's previous write minus its `at_ms`; `None` until seen once.
+    pub skew_ms: Option<i64>,
 }
 
 /// Whether the agent heeds what it was told (issue 27): when each agent last learned something

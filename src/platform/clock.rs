@@ -10,6 +10,12 @@ pub fn now_ms() -> u64 {
     {
         return ms;
     }
+    wall_ms()
+}
+
+/// The system's clock, never the tests' override: for comparing with the times the file system
+/// stamps on files, which come from it too.
+pub fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

@@ -11,15 +11,18 @@
 //! `magic "LGST"` · `format u16` · `reserved u16 = 0` · `generation u64` · `body length u32` ·
 //! `crc32 u32` over the first 20 header bytes and the body.
 
-use crate::judge::state::{Ceiling, Heed, PermissionGate, SessionState};
+use crate::judge::state::{Ceiling, Heed, PermissionGate, SessionState, Written};
 
 pub const MAGIC: [u8; 4] = *b"LGST";
 /// Bumped whenever the body's layout changes incompatibly; files of a format this binary does
-/// not read are quarantined. 6 adds the configuration baseline as [`Heed`]'s last field; 5 adds the session's [`Heed`] as the state's last field; 4 adds the ceiling's [`PermissionGate`] as its last field; 3 adds
+/// not read are quarantined. 7 adds when loopgate wrote the state ([`Written`]) as its last
+/// field; 6 adds the configuration baseline as [`Heed`]'s last field; 5 adds the session's [`Heed`] as the state's last field; 4 adds the ceiling's [`PermissionGate`] as its last field; 3 adds
 /// the session's [`Ceiling`] as the state's last field; 2 writes the ledger's entries as one block
 /// ([`crate::judge::ledger::block`]); 1, the same state with entries field by field. 1 to 4 are
 /// still read, what they lack taken as its default.
-pub const FORMAT: u16 = 6;
+pub const FORMAT: u16 = 7;
+/// The first format with the configuration baseline, without [`Written`], still read.
+const FORMAT_NO_WRITTEN: u16 = 6;
 /// The first format with the session's [`Heed`], without its config baseline, still read.
 const FORMAT_NO_CONFIG: u16 = 5;
 /// The first format with the ceiling's permission gate, still read.
@@ -90,6 +93,7 @@ pub fn peek_header(bytes: &[u8]) -> Result<(u64, usize), Bad> {
     if !matches!(
         format,
         FORMAT
+            | FORMAT_NO_WRITTEN
             | FORMAT_NO_CONFIG
             | FORMAT_NO_HEED
             | FORMAT_NO_PERMISSION
@@ -123,7 +127,9 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
     } else {
         // What each older format lacks is last, so an older body followed by its default's
         // encoding is the same state with that part empty.
-        let tail = if format == FORMAT_NO_CONFIG {
+        let tail = if format == FORMAT_NO_WRITTEN {
+            Ok(Vec::new())
+        } else if format == FORMAT_NO_CONFIG {
             postcard::to_extend(&Vec::<u8>::new(), Vec::new())
         } else {
             if format == FORMAT_NO_HEED {
@@ -135,6 +141,7 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
             }
             .and_then(|t| postcard::to_extend(&Heed::default(), t))
         }
+        .and_then(|t| postcard::to_extend(&Written::default(), t))
         .map_err(|e| Bad::Body(e.to_string()))?;
         let mut whole = body.to_vec();
         whole.extend(tail);
@@ -293,9 +300,13 @@ mod tests {
     }
 
     /// `s` as an older `format` wrote it: its encoding without the last `tail` bytes.
+    /// `s` encoded as `format`, without the `tail` bytes of what that format lacks before
+    /// [`Written`] (which every older format lacks).
     fn older(s: &SessionState, format: u16, tail: usize) -> Vec<u8> {
+        assert_eq!(s.written, Written::default(), "no older format has it");
+        let written = postcard::to_allocvec(&Written::default()).unwrap().len();
         let mut old = encode_as(s, 9, format).unwrap();
-        old.truncate(old.len() - tail);
+        old.truncate(old.len() - tail - written);
         let len = (old.len() - HEADER) as u32;
         old[16..20].copy_from_slice(&len.to_le_bytes());
         let crc = checksum(&old[..20], &old[HEADER..]);
@@ -364,6 +375,27 @@ mod tests {
             "a format-4 state decodes to the same state"
         );
         assert!(back.ceiling.permission.seen && back.heed.standing.is_none());
+    }
+
+    /// A format-6 state (written before loopgate noted when it wrote it) is read whole, with no
+    /// time of writing: the next call judges nothing from it and notes one.
+    #[test]
+    fn a_format_six_state_is_read_without_a_time_of_writing() {
+        let s = full_state();
+        let old = older(&s, FORMAT_NO_WRITTEN, 0);
+        let (_, back) = decode(&old).unwrap();
+        assert!(
+            same(&s, &back),
+            "a format-6 state decodes to the same state"
+        );
+        assert_eq!(back.written, Written::default());
+        let mut now = s.clone();
+        now.written = Written {
+            at_ms: 1_700_000_000_000,
+            skew_ms: Some(-3),
+        };
+        let (_, back) = decode(&encode(&now, 1).unwrap()).unwrap();
+        assert_eq!(back.written, now.written);
     }
 
     /// A format-5 state (written before the configuration baseline) keeps what it heeded and

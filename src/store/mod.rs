@@ -59,12 +59,20 @@ pub struct SessionLock {
     /// The open state file and the slot and generation it was read from.
     state: RefCell<Option<File>>,
     slot: Cell<Option<(u64, u64)>>,
+    /// The state file's change time (ms, the file system's clock) when it was read.
+    changed_ms: Cell<Option<i64>>,
 }
 
 impl SessionLock {
     /// The session's state file (files about the session sit beside it, named by its stem).
     pub fn state_path(&self) -> &Path {
         &self.state_path
+    }
+
+    /// When the state file read was last written, by whoever wrote it (the file system's change
+    /// time, which no tool sets on Unix; the last-write time on Windows).
+    pub fn state_changed_ms(&self) -> Option<i64> {
+        self.changed_ms.get()
     }
 
     /// Whether a state was saved for this session by an earlier call.
@@ -345,6 +353,7 @@ impl Store {
                 healed,
                 state: RefCell::new(None),
                 slot: Cell::new(None),
+                changed_ms: Cell::new(None),
             }));
         }
     }
@@ -379,6 +388,8 @@ impl Store {
             match read_slots(&file, meta.len()) {
                 Ok((slot, generation, state)) => {
                     lock.slot.set(Some((slot, generation)));
+                    let ms = platform::change_ns(&meta).div_euclid(1_000_000);
+                    lock.changed_ms.set(i64::try_from(ms).ok());
                     *lock.state.borrow_mut() = Some(file);
                     return Ok((Some(state), None));
                 }
