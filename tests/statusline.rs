@@ -100,3 +100,28 @@ fn bad_input_still_gets_a_line() {
         assert_eq!(out.stdout, "loopgate\n", "{stdin:?}");
     }
 }
+
+/// What the person was told (here: the session's state deleted between two calls) stays on the
+/// status line, and in `status`, after the message itself has scrolled by.
+#[test]
+fn a_notice_stays_on_the_line_and_in_status() {
+    let env = Env::new();
+    assert!(env.bash("ls", Ok("a b")).is_silent_allow());
+    assert!(line(&env).starts_with("loopgate ✓"), "{}", line(&env));
+    std::fs::remove_file(env.state_file()).unwrap();
+    let told = env.bash("ls", Ok("a b"));
+    assert!(told.stdout.contains("vanished"), "{}", told.stdout);
+    let shown = line(&env);
+    assert!(
+        shown.starts_with("loopgate ⚠") && shown.contains("1 told: loopgate status"),
+        "{shown}"
+    );
+    let facts = env.run(&["statusline", "--json"], &input(&env)).json();
+    assert_eq!(facts["told"], 1, "{facts}");
+    let status = env.run(&["status", "--session", &env.session], b"");
+    assert!(
+        status.stdout.contains(" told [loopgate") && status.stdout.contains("vanished"),
+        "{}",
+        status.stdout
+    );
+}

@@ -31,6 +31,7 @@ pub fn run(state_dir: Option<PathBuf>, json: bool) {
                 "turn_ended": s.ceiling.turn == s.turn.number && s.ceiling.ended,
                 "ended_turns": s.ceiling.ended_turns,
                 "session_bound": SESSION_BOUND,
+                "told": told(s),
             }),
             None => serde_json::json!({"line": text}),
         };
@@ -67,6 +68,12 @@ fn judge(input: &str, state_dir: Option<PathBuf>) -> (String, Option<SessionStat
     }
 }
 
+/// The things the person was told (tampering, a state lost or put back) among the session's
+/// recent decisions.
+fn told(s: &SessionState) -> usize {
+    s.recent.iter().filter(|n| n.action == "told").count()
+}
+
 /// Where one session stands, shortest first: calls; then warnings and refusals if any; then
 /// the ceiling once the agent has walked into a refusal this turn.
 pub fn describe(s: &SessionState) -> String {
@@ -101,7 +108,13 @@ pub fn describe(s: &SessionState) -> String {
     if c.ended_turns > 0 {
         parts.push(format!("{}/{SESSION_BOUND} turns ended", c.ended_turns));
     }
-    let mark = if t.denials > 0 || c.ended_turns > 0 {
+    let told = told(s);
+    if told > 0 {
+        parts.push(format!("{told} told: loopgate status"));
+    }
+    let mark = if told > 0 {
+        "⚠"
+    } else if t.denials > 0 || c.ended_turns > 0 {
         "▲"
     } else {
         "✓"

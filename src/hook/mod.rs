@@ -223,7 +223,27 @@ fn judge(
     if !state.evicted.is_empty() {
         told.notices.extend(evicted(call, session));
     }
+    // What the person is told stays with the session too: `status` lists it, and the status
+    // line shows it until newer decisions push it out.
+    for n in told.notices.iter().chain(&session.rewired) {
+        state.note(told_note(call, n));
+    }
     (verdicts, pending)
+}
+
+/// A notice as one of the session's recent decisions (action `told`).
+fn told_note(call: &Call, notice: &str) -> crate::judge::state::DecisionNote {
+    crate::judge::state::DecisionNote {
+        at_ms: call.now_ms,
+        agent: call.payload.agent_key(),
+        event: call.event.name().into(),
+        tool: clip(call.payload.tool_name.as_deref().unwrap_or("-"), 64),
+        detector: "loopgate".into(),
+        action: "told".into(),
+        severity: "high".into(),
+        enforced: true,
+        summary: clip(&crate::judge::redact::mask(notice), 300),
+    }
 }
 
 /// More subagents at once than loopgate follows dropped one that had failing calls: a loop it
