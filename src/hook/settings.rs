@@ -205,7 +205,7 @@ fn config_change(
         if let Some(message) = crate::defence::wiring::allowed_message(&checked.allowed) {
             let message = crate::judge::redact::mask(&message);
             if let (Some(store), Some(state_file)) = (&store, &state_file) {
-                let _ = crate::defence::wiring::keep_pending(state_file, &message);
+                let _ = crate::defence::wiring::keep_pending(state_file, unprefixed(&message));
                 let line = settings_event_line(
                     payload,
                     ("ConfigChange", "allow", true),
@@ -237,7 +237,7 @@ fn config_change(
         // ConfigChange's own answer is shown nowhere (observed): the session's next hook call
         // tells the person, with the id to allow.
         if let Some(state_file) = &state_file {
-            let _ = crate::defence::wiring::keep_pending(state_file, &message);
+            let _ = crate::defence::wiring::keep_pending(state_file, unprefixed(&message));
         }
         let line = settings_event_line(
             payload,
@@ -259,6 +259,11 @@ fn config_change(
         problems: Vec::new(),
         exit: Exit::Ok,
     })
+}
+
+/// A kept notice is shown after loopgate's own prefix.
+fn unprefixed(message: &str) -> &str {
+    message.strip_prefix("loopgate: ").unwrap_or(message)
 }
 
 /// The event-log line of a guard decision on a settings or watched file (ConfigChange,
