@@ -392,6 +392,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
             "user-prompt-submit" => command = Some(C::UserPromptSubmit),
             "config-change" => command = Some(C::ConfigChange),
             "file-changed" => command = Some(C::FileChanged),
+            "prompt-expansion" => command = Some(C::PromptExpansion),
             "permission-request" => command = Some(C::PermissionRequest),
             _ => return None,
         }

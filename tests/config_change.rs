@@ -1,7 +1,7 @@
 //! Defence by effect: whatever changed Claude Code's settings (here, writes the guard never saw),
 //! the ConfigChange hook that follows refuses a change that switches loopgate off, puts the
-//! files right (keeping the changed version aside) and tells the person; ordinary changes and
-//! the person's own `loopgate setup --uninstall` pass.
+//! files right (keeping the changed version aside) and tells the person; ordinary changes pass.
+//! The person keeps an undone change with `/loopgate allow <id>` (tests/sanction.rs).
 
 use crate::common::Env;
 use serde_json::{json, Value};
@@ -77,13 +77,29 @@ fn a_change_that_switches_loopgate_off_is_refused_and_undone() {
     std::fs::write(&local, r#"{"permissions": {"allow": ["Bash(ls)"]}}"#).unwrap();
     assert!(change(&env, &local, "local_settings").is_silent_allow());
 
-    // The person's uninstall, mid-session: left alone.
+    // An uninstall from a terminal, mid-session: nothing tells it from the agent's write, so the
+    // running session undoes it and names the id the person types to keep it (tests/sanction.rs).
     let un = env.run(
         &["setup", "--uninstall", "--settings", user.to_str().unwrap()],
         b"",
     );
     assert_eq!(un.code, 0, "{}", un.stderr);
-    assert!(change(&env, &user, "user_settings").is_silent_allow());
+    assert!(un.stdout.contains("/loopgate allow <id>"), "{}", un.stdout);
+    let out = change(&env, &user, "user_settings");
+    assert!(
+        out.json()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("/loopgate allow "),
+        "{}",
+        out.stdout
+    );
+    assert!(wired(&read(&user)));
+    // With no session running, nothing undoes it.
+    env.run(
+        &["setup", "--uninstall", "--settings", user.to_str().unwrap()],
+        b"",
+    );
     assert!(!wired(&read(&user)));
 }
 

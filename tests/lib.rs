@@ -19,6 +19,7 @@ mod protocol;
 mod readme;
 mod replay;
 mod robustness;
+mod sanction;
 mod scenario_runner;
 mod secrets;
 mod setup_agents;

@@ -347,7 +347,7 @@ fn doctor_passes_a_good_install_and_names_the_fix_for_each_break() {
     let good = doctor(&env, &bin_dir);
     assert_eq!(good.code, 0, "{}{}", good.stdout, good.stderr);
     assert!(
-        good.stdout.contains("✓ hooks wired once: all 10 events"),
+        good.stdout.contains("✓ hooks wired once: all 11 events"),
         "{}",
         good.stdout
     );

@@ -97,6 +97,8 @@ pub enum Command {
     FileChanged,
     /// Hook: UserPromptSubmit (starts a new turn)
     UserPromptSubmit,
+    /// Hook: UserPromptExpansion (the person's `/loopgate allow <id>` keeps a change loopgate undid)
+    PromptExpansion,
     /// Hook: PermissionRequest (Copilot CLI: ends a turn past the loop ceiling)
     PermissionRequest,
     /// See loopgate work: a short loop played through the real hook, in a throw-away directory
@@ -328,6 +330,7 @@ impl Command {
             Command::ConfigChange => Event::ConfigChange,
             Command::FileChanged => Event::FileChanged,
             Command::UserPromptSubmit => Event::UserPromptSubmit,
+            Command::PromptExpansion => Event::UserPromptExpansion,
             Command::PermissionRequest => Event::PermissionRequest,
             _ => return None,
         })
@@ -346,6 +349,7 @@ impl Command {
             Command::ConfigChange => "config-change",
             Command::FileChanged => "file-changed",
             Command::UserPromptSubmit => "user-prompt-submit",
+            Command::PromptExpansion => "prompt-expansion",
             Command::PermissionRequest => "permission-request",
             Command::Status { .. } => "status",
             Command::Statusline { .. } => "statusline",

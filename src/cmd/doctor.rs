@@ -155,6 +155,7 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
     out.push(config(inp.loaded));
     out.push(mode(&wiring, inp.loaded));
     out.push(state_dir(&inp.state_dir));
+    out.extend(allowed_changes(&inp.state_dir));
     out.push(claude_version(inp));
     out.push(git(inp.project.as_deref()));
     out.push(agent_sdk(&wiring, inp));
@@ -604,6 +605,27 @@ fn wiring(inp: &Inputs) -> Wiring {
         }
     }
     w
+}
+
+/// Changes the person allowed with `/loopgate allow <id>` that still switch loopgate off. Told
+/// every time: the record that lets them stand is a file an agent could have written.
+fn allowed_changes(dir: &Result<PathBuf, String>) -> Vec<Check> {
+    let Ok(dir) = dir else { return Vec::new() };
+    crate::defence::sanction::in_effect(dir)
+        .into_iter()
+        .map(|a| {
+            fail(
+                "no allowed switch-off",
+                format!(
+                    "{} switches loopgate off, allowed by /loopgate allow {} at {}",
+                    a.file.display(),
+                    a.id,
+                    crate::defence::sanction::when(&a)
+                ),
+                "if you did not type that, run `loopgate setup` to wire loopgate again",
+            )
+        })
+        .collect()
 }
 
 fn hooks_wired(w: &Wiring) -> Check {

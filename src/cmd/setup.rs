@@ -21,8 +21,8 @@ pub struct Options<'a> {
     /// `Some(dir)`: install into Claude Code's managed-settings drop-in under `dir` instead of a
     /// settings file (`setup --managed [--managed-dir DIR]`).
     pub managed: Option<PathBuf>,
-    /// Where the hooks keep their state: the settings as setup leaves them are recorded there,
-    /// so the ConfigChange that follows is known as the person's own (see `wiring`).
+    /// Where the hooks keep their state: a change the person allowed to this settings file is
+    /// forgotten there when setup wires it again (see `defence::sanction`).
     pub state_dir: Option<PathBuf>,
     /// `setup --managed --install-dir DIR`: where the hooks' binary is copied
     /// [default: `platform::system_install_dir`].
@@ -90,11 +90,9 @@ pub fn run(o: &Options) -> Result<()> {
             codex_config.as_deref(),
         )?
     };
-    if o.agent == Agent::Claude {
-        if let Some(dir) = &o.state_dir {
-            // Best effort: without the record, a mid-session uninstall is undone and reported.
-            let _ = crate::defence::wiring::sanction(dir, &settings);
-        }
+    let mut notes = outcome.notes.clone();
+    if o.agent == Agent::Claude && o.restore.is_none() {
+        notes.extend(slash_command(o, &settings));
     }
     if o.json {
         let backups: Vec<String> = crate::setup::backups(&settings)
@@ -108,16 +106,44 @@ pub fn run(o: &Options) -> Result<()> {
         });
         if o.agent != Agent::Claude {
             doc["agent"] = o.agent.name().into();
-            doc["notes"] = outcome.notes.clone().into();
+        }
+        if o.agent != Agent::Claude || !notes.is_empty() {
+            doc["notes"] = notes.clone().into();
         }
         println!("{doc}");
     } else {
         println!("{}", outcome.summary);
-        for note in &outcome.notes {
+        for note in &notes {
             println!("note: {note}");
         }
     }
     Ok(())
+}
+
+/// `/loopgate`, the person's command to keep a change loopgate undid, follows the hooks in and
+/// out; what the person should know about a session running meanwhile.
+fn slash_command(o: &Options, settings: &Path) -> Vec<String> {
+    if o.uninstall {
+        crate::setup::remove_slash_command(settings);
+        // Nothing written outside a session can be told from the agent's write (see
+        // `defence::sanction`), so a running session undoes this like any other unwiring.
+        return vec![
+            "a Claude Code session running now puts loopgate back and shows an id: type \
+             /loopgate allow <id> there to keep this uninstall, or run this again once no session runs"
+                .into(),
+        ];
+    }
+    if let Some(dir) = &o.state_dir {
+        crate::defence::sanction::forget(dir, settings);
+    }
+    match crate::setup::write_slash_command(settings) {
+        Ok(_) => Vec::new(),
+        Err(e) => vec![format!(
+            "cannot write /loopgate beside {} ({e:#}): a change loopgate undoes cannot be kept \
+             from a session",
+            settings.display()
+        )],
+    }
 }
 
 /// `setup --managed`: the hooks in Claude Code's managed settings, running a binary only root

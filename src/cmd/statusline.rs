@@ -50,13 +50,28 @@ fn judge(input: &str, state_dir: Option<PathBuf>) -> (String, Option<SessionStat
     {
         return ("loopgate off (LOOPGATE_DISABLE is set)".into(), None);
     }
+    let dir = state_dir.or_else(|| super::state_dir(None).ok());
+    // A change the person allowed (`/loopgate allow <id>`) that switches loopgate off stays on
+    // the status bar while it is in effect: its record is a file an agent could forge.
+    if let Some(a) = dir
+        .as_deref()
+        .and_then(|d| crate::defence::sanction::in_effect(d).into_iter().next())
+    {
+        let file = a.file.file_name().unwrap_or_default().to_string_lossy();
+        return (
+            format!(
+                "loopgate OFF in {file}: allowed by /loopgate allow {} (`loopgate doctor`)",
+                a.id
+            ),
+            None,
+        );
+    }
     let session = serde_json::from_str::<serde_json::Value>(input)
         .ok()
         .and_then(|v| v.get("session_id")?.as_str().map(str::to_owned));
     let Some(session) = session.filter(|s| !s.is_empty()) else {
         return ("loopgate".into(), None);
     };
-    let dir = state_dir.or_else(|| super::state_dir(None).ok());
     let state = dir
         .iter()
         .chain(Store::fallback_dir().iter())

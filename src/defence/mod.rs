@@ -1,4 +1,5 @@
 //! Defence by effect: loopgate's own wiring in each CLI's settings, checked and healed.
 
+pub mod sanction;
 pub mod wiring;
 pub mod wiring_check;

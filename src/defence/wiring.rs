@@ -7,9 +7,11 @@
 //! back, the disabling keys out, the changed version kept beside the file — and block; every
 //! later reload then finds loopgate wired.
 //!
-//! The files are read as JSON, so `"disable\u0041llHooks"` is `disableAllHooks`. A change the
-//! person made with `loopgate setup` is recorded ([`sanction`]) and left alone.
+//! The files are read as JSON, so `"disable\u0041llHooks"` is `disableAllHooks`. Nothing a tool
+//! call can write makes a change the person's: an undone change waits, under a short id, for the
+//! person to type `/loopgate allow <id>` ([`super::sanction`]).
 
+use super::sanction::{self, Allowed, Kept};
 use crate::setup;
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
@@ -17,8 +19,6 @@ use std::path::{Path, PathBuf};
 
 /// Beside a settings file, the version loopgate undid.
 pub const ASIDE_SUFFIX: &str = ".loopgate-undone";
-/// In the state dir: `sha256 path` lines of settings files as `loopgate setup` last wrote them.
-const SANCTIONED: &str = "sanctioned-settings";
 
 /// What a settings file does that switches loopgate off.
 fn disabling(settings: &Value) -> Vec<String> {
@@ -31,6 +31,18 @@ fn disabling(settings: &Value) -> Vec<String> {
     }
     for key in env_overrides(settings) {
         found.push(format!("it sets {key} for every hook"));
+    }
+    found
+}
+
+/// What a settings file's JSON does to loopgate, judged afresh (never taken from a record the
+/// agent could have written): what `/loopgate allow` tells the person it keeps.
+pub fn effects(settings: &Value, command_prefix: Option<&str>) -> Vec<String> {
+    let mut found = disabling(settings);
+    if !setup::has_loopgate_hooks(settings) {
+        found.push("it has no loopgate hooks".into());
+    } else if let Some(prefix) = command_prefix {
+        found.extend(setup::handler_drift(settings, prefix, &setup::CLAUDE));
     }
     found
 }
@@ -84,8 +96,10 @@ fn unwired(files: &[(PathBuf, Value)]) -> Vec<&'static str> {
     setup::HOOKS
         .iter()
         .map(|&(event, _, _)| event)
-        // FileChanged only reports; settings written before loopgate wired it still work.
-        .filter(|event| *event != "FileChanged")
+        // FileChanged only reports, and UserPromptExpansion only hears the person's sanction:
+        // without them loopgate still judges every call, and settings written before loopgate
+        // wired them still work.
+        .filter(|event| !matches!(*event, "FileChanged" | "UserPromptExpansion"))
         .filter(|event| {
             !files.iter().any(|(_, v)| {
                 let mut only = Map::new();
@@ -110,6 +124,10 @@ pub struct Undone {
     pub repaired: Vec<(PathBuf, PathBuf)>,
     /// Why a file could not be put right, if one could not.
     pub failed: Vec<String>,
+    /// Each file put right, as the change left it: what `/loopgate allow <id>` would keep.
+    pub kept: Vec<Kept>,
+    /// The pending id the person may allow, once it is kept (see [`sanction::keep`]).
+    pub id: Option<String>,
 }
 
 impl Undone {
@@ -130,12 +148,39 @@ impl Undone {
         for f in &self.failed {
             m.push_str(&format!("; {f}"));
         }
-        m.push_str(
-            ". Only a person can switch loopgate off: run `loopgate setup --uninstall` (or set \
-             [guard] in your own config) yourself.",
-        );
+        match &self.id {
+            Some(id) => m.push_str(&format!(
+                ". If you made this change, type /loopgate allow {id} at the prompt within {} \
+                 minutes to keep it (only a person can: the agent's tools cannot run it).",
+                sanction::VALID_MS / 60_000
+            )),
+            None => m.push_str(
+                ". Only a person can switch loopgate off: run `loopgate setup --uninstall` \
+                 when no session runs.",
+            ),
+        }
         m
     }
+}
+
+/// What ConfigChange found: a change to undo, and the files that switch loopgate off because
+/// the person allowed it (told again each time, since the record of it is a file).
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub undone: Option<Undone>,
+    pub allowed: Vec<Allowed>,
+}
+
+/// What the person must hear about changes they allowed, still in effect in `changed`.
+pub fn allowed_message(allowed: &[Allowed]) -> Option<String> {
+    let a = allowed.first()?;
+    Some(format!(
+        "loopgate: {} switches loopgate off as allowed by /loopgate allow {} (at {}); if you \
+         did not type that, run `loopgate setup` to wire loopgate again",
+        a.file.display(),
+        a.id,
+        sanction::when(a)
+    ))
 }
 
 /// Judges the settings after a change to `changed`: when any file in `files` disables hooks or
@@ -147,18 +192,19 @@ pub fn check_change(
     files: &[PathBuf],
     command_prefix: Option<&str>,
     state_dir: Option<&Path>,
-) -> Option<Undone> {
+) -> Checked {
     let mut all: Vec<PathBuf> = files.to_vec();
     if !all.iter().any(|f| f == changed) {
         all.push(changed.to_path_buf());
     }
     let mut problems = Vec::new();
     let mut parsed: Vec<(PathBuf, Option<String>, Value)> = Vec::new();
+    let mut allowed: Vec<Allowed> = Vec::new();
     for f in &all {
         let Some((text, v)) = read(f) else { continue };
-        if text.as_deref().is_some_and(|t| sanctioned(state_dir, f, t)) {
-            // As `loopgate setup` left it: the person's own doing.
-            parsed.push((f.clone(), text, v));
+        if let Some(a) = sanction::allowed_for(state_dir, f, &v) {
+            // As the person allowed it with `/loopgate allow <id>`.
+            allowed.push(a);
             continue;
         }
         problems.extend(
@@ -173,26 +219,22 @@ pub fn check_change(
         .map(|(p, _, v)| (p.clone(), v.clone()))
         .collect();
     // Run from a plugin, loopgate's hooks are not in any settings file: only what disables
-    // hooks counts then.
+    // hooks counts then. Hooks gone from a file the person allowed so are not missed.
     let missing = match command_prefix {
-        Some(_) => unwired(&values),
-        None => Vec::new(),
+        Some(_) if allowed.is_empty() => unwired(&values),
+        _ => Vec::new(),
     };
-    let person_unwired = parsed
-        .iter()
-        .any(|(f, t, _)| t.as_deref().is_some_and(|t| sanctioned(state_dir, f, t)));
-    if !missing.is_empty() && !person_unwired {
+    if !missing.is_empty() {
         problems.push(format!("loopgate's {} hooks are gone", missing.join(", ")));
     }
-    // Handlers edited in place, in files the person did not leave so.
+    // Handlers edited in place.
     let mut drifted: Vec<PathBuf> = Vec::new();
     if let Some(prefix) = command_prefix {
         let managed = crate::config::paths::claude_managed_dir();
-        for (f, t, v) in &parsed {
+        for (f, _, v) in &parsed {
             // Managed settings are out of the agent's reach, and the person's setup wrote them
             // with the root-owned copy.
-            if f.starts_with(&managed) || t.as_deref().is_some_and(|t| sanctioned(state_dir, f, t))
-            {
+            if f.starts_with(&managed) {
                 continue;
             }
             let drift = setup::handler_drift(v, prefix, &setup::CLAUDE);
@@ -202,20 +244,24 @@ pub fn check_change(
             }
         }
     }
+    // Told only where this change is about an allowed file: each reload re-reads them all.
+    allowed.retain(|a| a.file == changed);
     if problems.is_empty() {
-        return None;
+        return Checked {
+            undone: None,
+            allowed,
+        };
     }
     let mut undone = Undone {
         changed: changed.to_path_buf(),
         problems,
         repaired: Vec::new(),
         failed: Vec::new(),
+        kept: Vec::new(),
+        id: None,
     };
     for (file, text, mut v) in parsed {
-        let mut fix = !disabling(&v).is_empty()
-            && !text
-                .as_deref()
-                .is_some_and(|t| sanctioned(state_dir, &file, t));
+        let mut fix = !disabling(&v).is_empty();
         if fix {
             if let Some(root) = v.as_object_mut() {
                 root.remove("disableAllHooks");
@@ -226,8 +272,7 @@ pub fn check_change(
                 }
             }
         }
-        let rewire =
-            (file == changed && !missing.is_empty() && !person_unwired) || drifted.contains(&file);
+        let rewire = (file == changed && !missing.is_empty()) || drifted.contains(&file);
         if let Some(prefix) = command_prefix.filter(|_| rewire) {
             match setup::merge(&mut v, prefix) {
                 Ok(_) => fix = true,
@@ -238,13 +283,23 @@ pub fn check_change(
             continue;
         }
         match put_right(&file, text.as_deref(), &v) {
-            Ok(aside) => undone.repaired.push((file, aside)),
+            Ok(aside) => {
+                undone.kept.push(Kept {
+                    file: file.clone(),
+                    changed: text,
+                    put_back: sanction::digest(&v),
+                });
+                undone.repaired.push((file, aside));
+            }
             Err(e) => undone
                 .failed
                 .push(format!("{} could not be put right: {e:#}", file.display())),
         }
     }
-    Some(undone)
+    Checked {
+        undone: Some(undone),
+        allowed,
+    }
 }
 
 /// Writes the repaired settings, keeping the changed version beside them.
@@ -259,38 +314,6 @@ fn put_right(file: &Path, changed: Option<&str>, repaired: &Value) -> Result<Pat
     let permissions = std::fs::metadata(file).ok().map(|m| m.permissions());
     setup::write_atomic(file, text.as_bytes(), permissions.as_ref())?;
     Ok(aside)
-}
-
-fn digest(text: &str) -> String {
-    crate::util::canon::text_key(text)
-}
-
-/// Whether `text` is how `loopgate setup` last left `file`.
-fn sanctioned(state_dir: Option<&Path>, file: &Path, text: &str) -> bool {
-    let Some(dir) = state_dir else { return false };
-    let Ok(list) = std::fs::read_to_string(dir.join(SANCTIONED)) else {
-        return false;
-    };
-    let line = format!("{} {}", digest(text), file.display());
-    list.lines().any(|l| l == line)
-}
-
-/// Records that `loopgate setup` (the person) wrote `file` as it now is, so the ConfigChange
-/// that follows is not undone.
-pub fn sanction(state_dir: &Path, file: &Path) -> Result<()> {
-    let text = std::fs::read_to_string(file).unwrap_or_default();
-    let path = state_dir.join(SANCTIONED);
-    let shown = file.display().to_string();
-    let mut lines: Vec<String> = std::fs::read_to_string(&path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.split_once(' ').is_some_and(|(_, f)| f != shown))
-        .map(str::to_string)
-        .collect();
-    lines.push(format!("{} {shown}", digest(&text)));
-    // Opening the store makes the dir as the hooks do (private).
-    crate::store::Store::open(state_dir)?;
-    setup::write_atomic(&path, (lines.join("\n") + "\n").as_bytes(), None)
 }
 
 /// In the state dir's `sessions/`: what FileChanged noticed, for the session's next hook call
@@ -464,10 +487,14 @@ mod tests {
         std::fs::write(&user, wired().to_string()).unwrap();
         // An ordinary change: nothing to say.
         std::fs::write(&local, r#"{"permissions": {"allow": ["Bash(ls)"]}}"#).unwrap();
-        assert!(check_change(&local, &files, Some("loopgate"), None).is_none());
+        assert!(check_change(&local, &files, Some("loopgate"), None)
+            .undone
+            .is_none());
         // Hooks switched off through a JSON escape: undone, the changed version kept.
         std::fs::write(&local, r#"{"disable\u0041llHooks": true}"#).unwrap();
-        let u = check_change(&local, &files, Some("loopgate"), None).unwrap();
+        let u = check_change(&local, &files, Some("loopgate"), None)
+            .undone
+            .unwrap();
         assert!(u.message().contains("disableAllHooks"), "{}", u.message());
         let now: Value = serde_json::from_str(&std::fs::read_to_string(&local).unwrap()).unwrap();
         assert!(now.get("disableAllHooks").is_none(), "{now}");
@@ -478,15 +505,28 @@ mod tests {
         );
         // The user's file unwired (by any tool): loopgate's hooks are merged back, the rest kept.
         std::fs::write(&user, r#"{"permissions": {"allow": ["Bash(npm test)"]}, "env": {"LOOPGATE_MODE": "observe"}}"#).unwrap();
-        let u = check_change(&user, &files, Some("loopgate"), None).unwrap();
+        let u = check_change(&user, &files, Some("loopgate"), None)
+            .undone
+            .unwrap();
         assert!(u.message().contains("hooks are gone"), "{}", u.message());
         let now: Value = serde_json::from_str(&std::fs::read_to_string(&user).unwrap()).unwrap();
         assert!(setup::has_loopgate_hooks(&now));
         assert_eq!(now["permissions"]["allow"][0], "Bash(npm test)");
         assert!(now["env"].get("LOOPGATE_MODE").is_none(), "{now}");
-        // The same unwiring done by `loopgate setup --uninstall` (the person): left alone.
+        // The same unwiring, allowed by the person: left alone, and told.
         std::fs::write(&user, "{}").unwrap();
-        sanction(d.path(), &user).unwrap();
-        assert!(check_change(&user, &files, Some("loopgate"), Some(d.path())).is_none());
+        let state = d.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        let u = check_change(&user, &files, Some("loopgate"), Some(&state))
+            .undone
+            .unwrap();
+        let id = sanction::keep(&state, "s1", &u.problems, u.kept, 1).unwrap();
+        let p = sanction::allow(&state, &id, "s1", 2).unwrap();
+        sanction::apply(&state, &p, 2).unwrap();
+        let checked = check_change(&user, &files, Some("loopgate"), Some(&state));
+        assert!(checked.undone.is_none());
+        assert!(allowed_message(&checked.allowed)
+            .unwrap()
+            .contains(&format!("/loopgate allow {id}")));
     }
 }

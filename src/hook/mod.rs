@@ -4,6 +4,7 @@
 //! FileChanged) are answered apart, in [`settings`].
 
 mod answer;
+mod expansion;
 mod journaled;
 mod outer;
 mod session;

@@ -1,6 +1,7 @@
 //! The events about the CLI's own settings and files, answered apart from the judged calls:
 //! SessionStart (the session's files made early, the paths to watch answered), ConfigChange
-//! (loopgate's wiring undone is put right) and FileChanged (a watched file changed).
+//! (loopgate's wiring undone is put right, and kept for the person to allow), FileChanged (a
+//! watched file changed) and UserPromptExpansion (the person's `/loopgate allow <id>`).
 
 use super::session::open_store;
 use super::{lock_wait, Done};
@@ -32,6 +33,7 @@ pub(super) fn answer(
         })),
         Event::ConfigChange => Some(config_change(cli, payload, project_dir, cfg)),
         Event::FileChanged => Some(file_changed(cli, payload, project_dir, cfg)),
+        Event::UserPromptExpansion => Some(Ok(super::expansion::answer(cli, payload, cfg))),
         _ => None,
     }
 }
@@ -178,21 +180,76 @@ fn config_change(
     };
     let mut notices = Vec::new();
     let store = open_store(cli, &mut notices);
-    let Some(undone) = crate::defence::wiring::check_change(
-        std::path::Path::new(changed),
+    let changed = std::path::Path::new(changed);
+    let user_settings = files.first().cloned();
+    if changed
+        .file_name()
+        .is_some_and(|n| n == crate::setup::SLASH_COMMAND_FILE)
+    {
+        // `/loopgate` deleted or edited: put back while loopgate is wired (a command made
+        // mid-session can be typed at once, observed), so the person can still allow.
+        if prefix.is_some() {
+            if let Some(user) = &user_settings {
+                if crate::setup::read_json(user).is_ok_and(|v| crate::setup::has_loopgate_hooks(&v))
+                {
+                    let _ = crate::setup::write_slash_command(user);
+                }
+            }
+        }
+        return Ok(Done::silent());
+    }
+    let checked = crate::defence::wiring::check_change(
+        changed,
         &files,
         prefix.as_deref(),
         store.as_ref().map(Store::dir),
-    ) else {
+    );
+    let state_file = store.as_ref().map(|s| s.state_path(&payload.session_id));
+    let Some(mut undone) = checked.undone else {
+        // A change the person allowed is told again each time it is loaded: the record of it is
+        // a file the agent could have forged.
+        if let Some(message) = crate::defence::wiring::allowed_message(&checked.allowed) {
+            let message = crate::judge::redact::mask(&message);
+            if let (Some(store), Some(state_file)) = (&store, &state_file) {
+                let _ = crate::defence::wiring::keep_pending(state_file, unprefixed(&message));
+                let line = settings_event_line(
+                    payload,
+                    ("ConfigChange", "allow", true),
+                    &message,
+                    serde_json::json!({"file_path": clip(&changed.display().to_string(), 256)}),
+                );
+                let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
+            }
+        }
         return Ok(Done::silent());
     };
+    if let (Some(store), false) = (&store, undone.kept.is_empty()) {
+        undone.id = crate::defence::sanction::keep(
+            store.dir(),
+            &payload.session_id,
+            &undone.problems,
+            undone.kept.clone(),
+            crate::platform::clock::now_ms(),
+        )
+        .ok();
+    }
+    if prefix.is_some() && !undone.repaired.is_empty() {
+        if let Some(user) = &user_settings {
+            let _ = crate::setup::write_slash_command(user);
+        }
+    }
     let message = crate::judge::redact::mask(&undone.message());
     if let Some(store) = &store {
+        // ConfigChange's own answer is shown nowhere (observed): the session's next hook call
+        // tells the person, with the id to allow.
+        if let Some(state_file) = &state_file {
+            let _ = crate::defence::wiring::keep_pending(state_file, unprefixed(&message));
+        }
         let line = settings_event_line(
             payload,
             ("ConfigChange", "deny", true),
             &message,
-            serde_json::json!({"file_path": clip(changed, 256)}),
+            serde_json::json!({"file_path": clip(&changed.display().to_string(), 256), "id": undone.id}),
         );
         let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
     }
@@ -208,6 +265,11 @@ fn config_change(
         problems: Vec::new(),
         exit: Exit::Ok,
     })
+}
+
+/// A kept notice is shown after loopgate's own prefix.
+fn unprefixed(message: &str) -> &str {
+    message.strip_prefix("loopgate: ").unwrap_or(message)
 }
 
 /// The event-log line of a guard decision on a settings or watched file (ConfigChange,

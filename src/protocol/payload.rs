@@ -23,6 +23,9 @@ pub enum Event {
     /// A path SessionStart asked Claude Code to watch (the hooks' binary, loopgate's config)
     /// changed: noted for the person (see `wiring::file_changed`); it cannot block.
     FileChanged,
+    /// Claude Code expanded a slash command the person typed: `/loopgate allow <id>` keeps a
+    /// change ConfigChange undid (see `defence::sanction`).
+    UserPromptExpansion,
     /// A call about to ask for permission (Copilot CLI's `permissionRequest`): the one answer
     /// that ends a Copilot run mid-turn, so a turn past the loop ceiling ends there.
     PermissionRequest,
@@ -41,6 +44,7 @@ impl Event {
             "UserPromptSubmit" => Event::UserPromptSubmit,
             "ConfigChange" => Event::ConfigChange,
             "FileChanged" => Event::FileChanged,
+            "UserPromptExpansion" => Event::UserPromptExpansion,
             "PermissionRequest" | "permissionRequest" => Event::PermissionRequest,
             _ => return None,
         })
@@ -58,6 +62,7 @@ impl Event {
             Event::UserPromptSubmit => "UserPromptSubmit",
             Event::ConfigChange => "ConfigChange",
             Event::FileChanged => "FileChanged",
+            Event::UserPromptExpansion => "UserPromptExpansion",
             Event::PermissionRequest => "PermissionRequest",
         }
     }
@@ -133,6 +138,15 @@ pub struct Payload {
     /// FileChanged: what happened to it (`change`, `add`, `unlink`).
     #[serde(default, rename = "event")]
     pub file_event: Option<String>,
+    /// UserPromptExpansion: `slash_command` for a command the person typed.
+    #[serde(default)]
+    pub expansion_type: Option<String>,
+    /// UserPromptExpansion: the command's name, without the slash (`loopgate`).
+    #[serde(default)]
+    pub command_name: Option<String>,
+    /// UserPromptExpansion: what followed the command's name (`allow 3f9a2c`).
+    #[serde(default)]
+    pub command_args: Option<String>,
     /// UserPromptSubmit: what the user asked (only its digest is kept).
     #[serde(default)]
     pub prompt: Option<String>,

@@ -78,7 +78,7 @@ pub fn answer(event: Event, v: &Verdict) -> Option<String> {
         // Nothing judges a session's start; its stdout would reach the model (observed).
         (Event::SessionStart, _) => return None,
         // Answered by `hook::config_change` itself.
-        (Event::ConfigChange | Event::FileChanged, _) => return None,
+        (Event::ConfigChange | Event::FileChanged | Event::UserPromptExpansion, _) => return None,
         // Only Copilot CLI's permission hook is wired (`dialect::output`).
         (Event::PermissionRequest, _) => return None,
     };

@@ -32,6 +32,7 @@ pub const HOOKS: &[(&str, &str, bool)] = &[
     ("Stop", "stop", false),
     ("SubagentStop", "subagent-stop", false),
     ("UserPromptSubmit", "user-prompt-submit", false),
+    ("UserPromptExpansion", "prompt-expansion", false),
     ("ConfigChange", "config-change", false),
     ("FileChanged", "file-changed", false),
 ];
@@ -966,6 +967,62 @@ fn ensure_version(settings: &mut Value) -> bool {
     with.extend(std::mem::take(root));
     *root = with;
     true
+}
+
+/// A settings file's JSON (`{}` when missing or empty).
+pub fn read_json(path: &Path) -> Result<Value> {
+    match fs::read_to_string(path) {
+        Ok(text) => parse_settings(&text),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Value::Object(Map::new())),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The file of `/loopgate`, the command the person types to keep a change loopgate undid, in the
+/// `commands/` folder beside the settings file.
+pub const SLASH_COMMAND_FILE: &str = "loopgate.md";
+
+/// `/loopgate`'s text. `disable-model-invocation` is what makes it the person's alone: the model's
+/// Skill tool may not run it (observed), so only the person's typing fires the
+/// UserPromptExpansion that `loopgate prompt-expansion` answers. Its body never reaches the model:
+/// the handler blocks every `/loopgate`.
+const SLASH_COMMAND: &str = "---
+description: loopgate (allow <id> keeps a settings change loopgate undid)
+argument-hint: allow <id>
+disable-model-invocation: true
+---
+loopgate: $ARGUMENTS
+";
+
+fn slash_command_path(settings_path: &Path) -> Option<PathBuf> {
+    Some(
+        settings_path
+            .parent()?
+            .join("commands")
+            .join(SLASH_COMMAND_FILE),
+    )
+}
+
+/// Writes `/loopgate` beside `settings_path` unless it is already there as setup writes it.
+/// Returns whether it wrote.
+pub fn write_slash_command(settings_path: &Path) -> Result<bool> {
+    let Some(path) = slash_command_path(settings_path) else {
+        return Ok(false);
+    };
+    if fs::read_to_string(&path).is_ok_and(|t| t == SLASH_COMMAND) {
+        return Ok(false);
+    }
+    write_atomic(&path, SLASH_COMMAND.as_bytes(), None)?;
+    Ok(true)
+}
+
+/// Removes `/loopgate` from beside `settings_path` when it is the one setup wrote (a file the
+/// person changed is theirs). Returns whether it removed it.
+pub fn remove_slash_command(settings_path: &Path) -> bool {
+    slash_command_path(settings_path).is_some_and(|path| {
+        fs::read_to_string(&path).is_ok_and(|t| t == SLASH_COMMAND)
+            && fs::remove_file(&path).is_ok()
+    })
 }
 
 fn parse_settings(text: &str) -> Result<Value> {

@@ -188,6 +188,9 @@ struct Shared {
     requests: Mutex<Vec<Recorded>>,
     /// Every request line, including side traffic, for diagnostics.
     lines: Mutex<Vec<String>>,
+    /// `{{name}}` in a tool call's input is replaced by its value when the turn is played: for a
+    /// value known only mid-run (an id loopgate showed the person).
+    vars: Mutex<Vec<(String, String)>>,
     stop: AtomicBool,
 }
 
@@ -204,6 +207,7 @@ impl FakeApi {
             script,
             requests: Mutex::default(),
             lines: Mutex::default(),
+            vars: Mutex::default(),
             stop: AtomicBool::new(false),
         });
         let accept_shared = Arc::clone(&shared);
@@ -221,6 +225,36 @@ impl FakeApi {
 
     pub fn request_lines(&self) -> Vec<String> {
         self.shared.lines.lock().unwrap().clone()
+    }
+
+    /// Sets `{{name}}` for the tool calls played from now on.
+    pub fn set_var(&self, name: &str, value: &str) {
+        self.shared
+            .vars
+            .lock()
+            .unwrap()
+            .push((format!("{{{{{name}}}}}"), value.to_string()));
+    }
+}
+
+/// `turn` with the variables set so far filled into its tool calls' inputs.
+fn fill_vars(turn: Turn, shared: &Shared) -> Turn {
+    let vars = shared.vars.lock().unwrap().clone();
+    match turn {
+        Turn::Tools(calls) if !vars.is_empty() => Turn::Tools(
+            calls
+                .into_iter()
+                .map(|mut c| {
+                    let mut text = c.input.to_string();
+                    for (k, v) in &vars {
+                        text = text.replace(k, v);
+                    }
+                    c.input = serde_json::from_str(&text).unwrap_or(c.input);
+                    c
+                })
+                .collect(),
+        ),
+        other => other,
     }
 }
 
@@ -298,6 +332,7 @@ fn answer_messages(
     let played = conversation
         .and_then(|c| c.turns.get(turn).cloned())
         .unwrap_or_else(|| Turn::text(FALLBACK_TEXT));
+    let played = fill_vars(played, shared);
     let label = conversation.map(|c| c.label.clone());
     if let Some(c) = conversation {
         wait_for_others(shared, c, turn);

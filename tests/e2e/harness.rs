@@ -480,6 +480,67 @@ impl Scenario {
     pub fn tmp_dir(&self) -> &Path {
         &self.tmp_dir
     }
+
+    /// A script that starts the interactive `claude` of this scenario against `api`, with the
+    /// same clean environment as [`Scenario::run`] plus a terminal; for [`super::interactive`].
+    /// The first-run screens (onboarding, the API key, trusting the folder, the warning of
+    /// `--dangerously-skip-permissions`) are answered in `~/.claude.json` and the settings, as a
+    /// person who used Claude Code before has them.
+    pub fn interactive_script(&self, api: &FakeApi) -> PathBuf {
+        let seen = json!({
+            "hasCompletedOnboarding": true,
+            "lastOnboardingVersion": claude_cli::VERSION,
+            "hasSeenAutoDefaultNotice": true,
+            "customApiKeyResponses": {"approved": ["sk-ant-test"], "rejected": []},
+            "projects": {self.project.display().to_string(): {"hasTrustDialogAccepted": true}},
+        });
+        fs::write(self.home.join(".claude.json"), seen.to_string()).unwrap();
+        let mut settings = self.read_settings();
+        if settings.is_null() {
+            settings = json!({});
+        }
+        settings["skipDangerousModePermissionPrompt"] = json!(true);
+        self.write_settings(&settings);
+        let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+        let mut env: Vec<String> = self
+            .base_env(api)
+            .into_iter()
+            .map(|(k, v)| format!("{k}={}", quote(&v)))
+            .collect();
+        env.push("TERM=xterm-256color".into());
+        let script = format!(
+            "#!/bin/sh\ncd {} && exec env -i {} {} --dangerously-skip-permissions {}\n",
+            quote(&self.project.display().to_string()),
+            env.join(" "),
+            quote(&self.claude.display().to_string()),
+            self.args
+                .iter()
+                .map(|a| quote(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let path = self.root.path().join("interactive.sh");
+        fs::write(&path, script).unwrap();
+        let _ = Command::new("chmod").arg("+x").arg(&path).status();
+        path
+    }
+
+    /// Where a run's files are gathered (see [`Scenario::run`]).
+    pub fn out_dir(&self) -> PathBuf {
+        let out = self.root.path().join("out");
+        fs::create_dir_all(&out).unwrap();
+        out
+    }
+
+    /// Copies what an interactive session left to `target/e2e-out/<scenario>/`.
+    pub fn publish(&self, out_dir: &Path) {
+        let _ = fs::copy(self.settings_path(), out_dir.join("settings.json"));
+        let _ = fs::copy(
+            self.state_dir.join("events.jsonl"),
+            out_dir.join("events.jsonl"),
+        );
+        self.publish_artifacts(out_dir);
+    }
 }
 
 /// What a plugin user does once after cloning: `cargo build --release`. Done once per test

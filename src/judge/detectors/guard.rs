@@ -31,6 +31,7 @@ const MUTATING: &[&str] = &[
     "session-start",
     "config-change",
     "file-changed",
+    "prompt-expansion",
     "reset",
     "pre-tool-use",
     "post-tool-use",

@@ -113,7 +113,10 @@ fn judge_event(
 ) -> (Vec<Verdict>, Option<Digest16>) {
     match event {
         // Handled before the engine (`hook::settings`).
-        Event::SessionStart | Event::ConfigChange | Event::FileChanged => (Vec::new(), None),
+        Event::SessionStart
+        | Event::ConfigChange
+        | Event::FileChanged
+        | Event::UserPromptExpansion => (Vec::new(), None),
         Event::UserPromptSubmit => (user_prompt(state, p, ctx), None),
         Event::PreToolUse => {
             follow_turn(state, p, ctx, true);

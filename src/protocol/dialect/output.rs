@@ -146,6 +146,7 @@ fn gemini_name(e: Event) -> &'static str {
         Event::SessionStart => "SessionStart",
         Event::ConfigChange => "ConfigChange",
         Event::FileChanged => "FileChanged",
+        Event::UserPromptExpansion => "UserPromptExpansion",
         Event::PermissionRequest => "PermissionRequest",
     }
 }

@@ -1,0 +1,98 @@
+//! UserPromptExpansion: the person typed `/loopgate …` at the prompt. `/loopgate allow <id>` keeps a
+//! settings change ConfigChange undid; nothing of `/loopgate` ever reaches the model. Why only
+//! the person can cause this event: [`crate::defence::sanction`].
+
+use super::session::open_store;
+use super::{lock_wait, Done};
+use crate::cli::Cli;
+use crate::config;
+use crate::defence::sanction;
+use crate::protocol::exit::Exit;
+use crate::protocol::payload::{clip, Payload};
+use crate::store::events;
+
+/// The answer to the person's `/loopgate …`; silent for any other command.
+pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done {
+    if payload.command_name.as_deref() != Some("loopgate")
+        || payload.expansion_type.as_deref() != Some("slash_command")
+    {
+        return Done::silent();
+    }
+    let args = payload.command_args.as_deref().unwrap_or("");
+    let Some(id) = sanction::allow_id(args) else {
+        return block(
+            "loopgate: `/loopgate allow <id>` keeps a settings change loopgate undid; the id is in \
+             loopgate's message about it"
+                .into(),
+        );
+    };
+    let mut notices = Vec::new();
+    let Some(store) = open_store(cli, &mut notices) else {
+        return block(format!(
+            "loopgate: cannot open its state dir ({}); nothing was kept",
+            notices.join("; ")
+        ));
+    };
+    let now = crate::platform::clock::now_ms();
+    let (decision, message) = match sanction::allow(store.dir(), id, &payload.session_id, now) {
+        Err(refused) => ("deny", format!("loopgate: {}", refused.message(id))),
+        Ok(p) => match sanction::apply(store.dir(), &p, now) {
+            Ok(()) => ("allow", kept_message(cli, &p)),
+            Err(e) => (
+                "deny",
+                format!("loopgate: could not keep change {id}: {e:#}"),
+            ),
+        },
+    };
+    let message = crate::judge::redact::mask(&message);
+    let line = serde_json::json!({
+        "ts": crate::platform::clock::rfc3339(now),
+        "session": clip(&payload.session_id, 128),
+        "event": "UserPromptExpansion",
+        "detector": "guard",
+        "decision": decision,
+        "enforced": true,
+        "severity": "high",
+        "reason": message,
+        "evidence": {"command": clip(args, 64)},
+    });
+    let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
+    block(message)
+}
+
+/// What was kept, judged from the files as written now: the pending record's own words could
+/// be anyone's.
+fn kept_message(cli: &Cli, p: &sanction::Pending) -> String {
+    let prefix = std::env::current_exe()
+        .ok()
+        .and_then(|exe| crate::setup::command_prefix(&exe, cli.observe).ok());
+    let files: Vec<String> = p
+        .files
+        .iter()
+        .map(|k| {
+            let v = sanction::parse(k.changed.as_deref().unwrap_or("")).unwrap_or_default();
+            let does = crate::defence::wiring::effects(&v, prefix.as_deref());
+            if does.is_empty() {
+                k.file.display().to_string()
+            } else {
+                format!("{} ({})", k.file.display(), does.join("; "))
+            }
+        })
+        .collect();
+    format!(
+        "loopgate: kept your change {}: {}. Claude Code loads it now; `loopgate setup` wires \
+         loopgate again",
+        p.id,
+        files.join(", ")
+    )
+}
+
+/// Blocking keeps the command from the model; the reason is shown to the person on screen
+/// (observed: a blocked expansion's `systemMessage` is not).
+fn block(reason: String) -> Done {
+    Done {
+        stdout: Some(serde_json::json!({"decision": "block", "reason": reason}).to_string()),
+        problems: Vec::new(),
+        exit: Exit::Ok,
+    }
+}
