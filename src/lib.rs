@@ -41,6 +41,7 @@ static BROKEN_PIPE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// there the part of that start-up loopgate relies on (standard streams that are open, a write to
 /// a closed pipe that fails instead of killing); this flushes stdout at the end, as it would.
 pub fn main_entry() -> Exit {
+    crate::platform::start::report_crashes();
     std::panic::set_hook(Box::new(|info| {
         let msg = info
             .payload()
@@ -83,8 +84,10 @@ fn run_with_room<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|s| {
         match std::thread::Builder::new()
             .stack_size(WORK_STACK)
-            .spawn_scoped(s, work)
-        {
+            .spawn_scoped(s, || {
+                crate::platform::start::report_crashes_on_this_thread();
+                work()
+            }) {
             Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
             Err(e) => {
                 hook::say(&format!(

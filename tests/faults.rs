@@ -1190,3 +1190,36 @@ fn a_held_lock_and_a_full_journal_still_count_the_loop() {
         after.stdout
     );
 }
+
+/// A crash (here a SIGSEGV sent while the hook waits for its input; a stack overflow takes the
+/// same path, on a stack of its own) leaves one `loopgate:` line and the fail-open exit, so the
+/// call proceeds and the person hears why.
+#[cfg(unix)]
+#[test]
+fn a_crash_says_one_line_and_fails_open() {
+    let env = Env::new();
+    let child = env
+        .std_command(&["pre-tool-use"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stdin stays open and empty: the hook waits up to 10 s for its payload.
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = Command::new("kill")
+        .args(["-SEGV", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = out_of(child.wait_with_output().unwrap());
+    assert_eq!(out.code, 1, "exit: {} stderr: {:?}", out.code, out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{:?}", out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("loopgate: internal error: it crashed"),
+        "{:?}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty());
+}

@@ -98,3 +98,75 @@ pub fn loopgate_pair(entry: &[u8]) -> Option<(String, String)> {
         String::from_utf8(entry[eq + 1..].to_vec()).ok()?,
     ))
 }
+
+/// What a crash leaves for the person: one line, as every other failure does, and the exit that
+/// lets the call proceed. Without it a stack overflow or a bad memory access ended the process
+/// with no word at all (the C entry skips the part of Rust's start-up that prints one) or with
+/// Rust's two lines.
+#[cfg(unix)]
+const CRASH_LINE: &[u8] = b"loopgate: internal error: it crashed (a stack overflow or a bad \
+memory access); the call proceeds unjudged\n";
+
+/// The exit code of a crash: the agent CLI's fail-open code (see `protocol::exit`).
+static CRASH_EXIT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
+
+/// Sets the code a crash exits with, as `protocol::exit::fail_open_with` does for other failures.
+pub fn crash_exit_with(code: u8) {
+    CRASH_EXIT.store(code, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Makes a crash (SIGSEGV, SIGBUS) say its one line and exit with the fail-open code, on this
+/// thread and any that calls [`report_crashes_on_this_thread`]. A no-op where there are no such
+/// signals (Windows).
+pub fn report_crashes() {
+    #[cfg(unix)]
+    // SAFETY: a zeroed `sigaction` is a valid value (no flags, empty mask once `sigemptyset`
+    // has run); the handler only calls async-signal-safe functions (`write`, `_exit`).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_crash as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        sa.sa_flags = libc::SA_ONSTACK;
+        libc::sigemptyset(&mut sa.sa_mask);
+        for signal in [libc::SIGSEGV, libc::SIGBUS] {
+            libc::sigaction(signal, &sa, std::ptr::null_mut());
+        }
+    }
+    report_crashes_on_this_thread();
+}
+
+/// A stack of its own for the crash handler on this thread: a stack overflow leaves none to run
+/// it on. Mapped, never touched until a crash, so a call pays two system calls for it.
+pub fn report_crashes_on_this_thread() {
+    #[cfg(unix)]
+    // SAFETY: `mmap` of fresh anonymous memory has no preconditions; the mapping is never
+    // unmapped, so the alternate stack outlives the thread that uses it.
+    unsafe {
+        const SIZE: usize = 64 << 10;
+        let stack = libc::mmap(
+            std::ptr::null_mut(),
+            SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANON,
+            -1,
+            0,
+        );
+        if stack == libc::MAP_FAILED {
+            return;
+        }
+        let alt = libc::stack_t {
+            ss_sp: stack,
+            ss_flags: 0,
+            ss_size: SIZE,
+        };
+        libc::sigaltstack(&alt, std::ptr::null_mut());
+    }
+}
+
+#[cfg(unix)]
+extern "C" fn on_crash(_signal: libc::c_int) {
+    // SAFETY: `write` and `_exit` are async-signal-safe; the line is static.
+    unsafe {
+        libc::write(2, CRASH_LINE.as_ptr().cast(), CRASH_LINE.len());
+        libc::_exit(CRASH_EXIT.load(std::sync::atomic::Ordering::Relaxed).into());
+    }
+}

@@ -13,6 +13,7 @@ static FAIL_OPEN: AtomicU8 = AtomicU8::new(1);
 /// Sets the code a failure exits with, once the agent CLI is known (0 or 1; never 2).
 pub fn fail_open_with(code: u8) {
     FAIL_OPEN.store(code.min(1), Ordering::Relaxed);
+    crate::platform::start::crash_exit_with(code.min(1));
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
