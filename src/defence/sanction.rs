@@ -30,6 +30,9 @@ const ALLOWED: &str = "sanction-allowed.json";
 pub const VALID_MS: u64 = 10 * 60 * 1000;
 /// Larger records are not read: settings files are a few KiB.
 const MAX_RECORD: u64 = 1 << 20;
+/// Undone changes kept at once: an agent that unwires loopgate over and over cannot fill the
+/// state dir with them.
+const MAX_PENDING: usize = 64;
 
 /// A change ConfigChange undid, waiting for the person's `/loopgate allow <id>`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -145,6 +148,7 @@ pub fn keep(
     let dir = state_dir.join(PENDING_DIR);
     crate::platform::create_private_dir(&dir)
         .with_context(|| format!("cannot create {}", dir.display()))?;
+    prune(&dir, MAX_PENDING - 1);
     let mut seed = format!("{now_ms} {} {session}", std::process::id());
     for f in &files {
         seed.push_str(&f.file.display().to_string());
@@ -167,6 +171,31 @@ pub fn keep(
         return Ok(id);
     }
     bail!("no free id in {}", dir.display())
+}
+
+/// Removes the undone changes nobody allowed in time (by the file system's clock, which wrote
+/// them), then the oldest beyond `keep`.
+fn prune(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    let mut records: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    records.sort();
+    let expired = |at: &std::time::SystemTime| {
+        now.duration_since(*at)
+            .is_ok_and(|age| age.as_millis() > u128::from(VALID_MS))
+    };
+    let beyond = records.len().saturating_sub(keep);
+    for (i, (at, path)) in records.iter().enumerate() {
+        if i < beyond || expired(at) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// The pending change `id`, if there is one.
@@ -300,6 +329,41 @@ pub fn when(a: &Allowed) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn undone_changes_past_their_time_or_beyond_the_bound_are_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join(PENDING_DIR);
+        std::fs::create_dir(&dir).unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for i in 0..70 {
+            let f = std::fs::File::create(dir.join(format!("{i:06x}.json"))).unwrap();
+            // One expired record; the others a second apart, oldest first.
+            let at = if i == 69 {
+                old
+            } else {
+                std::time::SystemTime::now() - std::time::Duration::from_secs(100 - i)
+            };
+            f.set_modified(at).unwrap();
+        }
+        std::fs::write(dir.join("notes.txt"), "not a record").unwrap();
+        prune(&dir, 63);
+        let left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left.len(), 64, "63 records and the other file: {left:?}");
+        assert!(!left.contains(&format!("{:06x}.json", 69)), "expired");
+        assert!(
+            !left.contains(&format!("{:06x}.json", 0)),
+            "the oldest beyond the bound"
+        );
+        assert!(
+            left.contains(&format!("{:06x}.json", 68)),
+            "the newest stays"
+        );
+        assert!(left.contains(&"notes.txt".to_string()));
+    }
 
     #[test]
     fn a_pending_change_is_allowed_once_in_its_session_and_in_time() {
