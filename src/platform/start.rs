@@ -130,35 +130,52 @@ pub fn report_crashes() {
         for signal in [libc::SIGSEGV, libc::SIGBUS] {
             libc::sigaction(signal, &sa, std::ptr::null_mut());
         }
+        // The starting thread's stack for the handler is static (zero pages, nothing to map).
+        alternate_stack((&raw mut MAIN_ALT_STACK).cast());
     }
-    report_crashes_on_this_thread();
 }
 
-/// A stack of its own for the crash handler on this thread: a stack overflow leaves none to run
-/// it on. Mapped, never touched until a crash, so a call pays two system calls for it.
+/// The handler's stack on the thread that calls [`report_crashes`]; other threads map their own.
+#[cfg(unix)]
+static mut MAIN_ALT_STACK: [u8; ALT_STACK] = [0; ALT_STACK];
+
+/// Enough for the handler, which only writes a line and exits.
+#[cfg(unix)]
+const ALT_STACK: usize = 64 << 10;
+
+/// Runs the crash handler on `stack` (of [`ALT_STACK`] bytes) on this thread.
+///
+/// # Safety
+/// `stack` must stay valid, and used by nothing else, for the rest of the process.
+#[cfg(unix)]
+unsafe fn alternate_stack(stack: *mut libc::c_void) {
+    let alt = libc::stack_t {
+        ss_sp: stack,
+        ss_flags: 0,
+        ss_size: ALT_STACK,
+    };
+    // SAFETY: as the caller promises; `sigaltstack` only records the range.
+    unsafe { libc::sigaltstack(&alt, std::ptr::null_mut()) };
+}
+
+/// A stack of its own for the crash handler on this thread (a stack overflow leaves none to run
+/// it on): mapped, never touched until a crash. For threads started after [`report_crashes`].
 pub fn report_crashes_on_this_thread() {
     #[cfg(unix)]
     // SAFETY: `mmap` of fresh anonymous memory has no preconditions; the mapping is never
     // unmapped, so the alternate stack outlives the thread that uses it.
     unsafe {
-        const SIZE: usize = 64 << 10;
         let stack = libc::mmap(
             std::ptr::null_mut(),
-            SIZE,
+            ALT_STACK,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANON,
             -1,
             0,
         );
-        if stack == libc::MAP_FAILED {
-            return;
+        if stack != libc::MAP_FAILED {
+            alternate_stack(stack);
         }
-        let alt = libc::stack_t {
-            ss_sp: stack,
-            ss_flags: 0,
-            ss_size: SIZE,
-        };
-        libc::sigaltstack(&alt, std::ptr::null_mut());
     }
 }
 

@@ -9,17 +9,9 @@ use super::fake_api::{bash, Script, ToolCall, Turn};
 use super::harness::{Install, Scenario};
 use super::interactive::Terminal;
 use super::run::read_jsonl;
+use super::tamper::UNWIRE;
 use serde_json::{json, Value};
 use std::time::Duration;
-
-/// Unwires every hook from the user's settings: what the guard sees is `python3 unwire.py`.
-const UNWIRE: &str = r#"import json, os
-p = os.path.join(os.environ["HOME"], ".claude", "settings.json")
-d = json.load(open(p))
-d["hooks"] = {}
-d.setdefault("env", {})["LOOPGATE_MODE"] = "observe"
-open(p, "w").write(json.dumps(d))
-"#;
 
 fn call(name: &str, input: Value) -> Turn {
     Turn::call(ToolCall {

@@ -13,7 +13,7 @@ use serde_json::Value;
 const FAILING: &str = "cat config/settings.yml";
 
 /// Unwires every hook from the user's settings: what the guard sees is `python3 unwire.py`.
-const UNWIRE: &str = r#"import json, os
+pub(super) const UNWIRE: &str = r#"import json, os
 p = os.path.join(os.environ["HOME"], ".claude", "settings.json")
 d = json.load(open(p))
 d["hooks"] = {}
