@@ -15,6 +15,8 @@ mod link_order;
 #[cfg(unix)]
 mod opencode_plugin;
 mod operate;
+#[cfg(unix)]
+mod pinned_binary;
 mod protocol;
 mod readme;
 mod replay;

@@ -118,6 +118,7 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
         .collect();
     let mut out = vec![binary_on_path(inp)];
     out.extend(hooks_binary(&wiring, inp));
+    out.extend(pinned_binary(&wiring));
     out.extend(managed_install(&wiring));
     // loopgate used with other CLIs only: no Claude Code here is not a failure.
     let no_claude = wiring.handlers.is_empty()
@@ -647,7 +648,7 @@ fn hooks_wired(w: &Wiring) -> Check {
             if !sources.contains(&h.source.as_str()) {
                 sources.push(&h.source);
             }
-            if h.command.split_whitespace().last() != Some(sub) {
+            if setup::pin::inner(&h.command).split_whitespace().last() != Some(sub) {
                 wrong.push(format!("{event} runs `{}`", h.command));
             }
         }
@@ -733,6 +734,61 @@ fn hooks_binary(w: &Wiring, inp: &Inputs) -> Vec<Check> {
                 "run ./install.sh again, or `loopgate setup --bin /path/to/loopgate`",
             ),
         });
+    }
+    out
+}
+
+/// Whether the binary the session start's check names is still the one setup installed: the
+/// shell makes this check at each session start (`setup/pin.rs`); doctor makes it too, for the
+/// person who runs it from another copy. Settings with no such check are told why.
+fn pinned_binary(w: &Wiring) -> Vec<Check> {
+    const NAME: &str = "binary as setup installed";
+    let ours: Vec<&Handler> = w
+        .handlers
+        .iter()
+        .filter(|h| !h.plugin && h.managed.is_none())
+        .collect();
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for p in ours.iter().filter_map(|h| setup::pin::parse(&h.command)) {
+        if seen.contains(&p.path) {
+            continue;
+        }
+        seen.push(p.path);
+        out.push(if setup::pin::holds(&p) {
+            ok(
+                NAME,
+                format!(
+                    "{} has the SHA-256 setup recorded; `{}` checks it at each session start",
+                    p.path,
+                    p.checker.split(' ').next().unwrap_or(p.checker)
+                ),
+            )
+        } else {
+            fail(
+                NAME,
+                format!(
+                    "{} is missing or is not the binary setup installed (its SHA-256 differs): \
+                     loopgate does not judge Claude Code sessions",
+                    p.path
+                ),
+                "if you upgraded loopgate, run `loopgate setup`; if you did not, something \
+                 replaced it: reinstall loopgate (./install.sh) and run `loopgate setup`",
+            )
+        });
+    }
+    let session_start = |h: &&&Handler| h.event == "SessionStart";
+    if out.is_empty() && ours.iter().any(|h| session_start(&h)) {
+        let why = match crate::platform::system_digest_checker() {
+            None => "this system has no digest checker only root can change (docs/security.md)",
+            Some(_) => {
+                "the settings were written before setup added the check: run `loopgate setup`"
+            }
+        };
+        out.push(info(
+            NAME,
+            format!("the hooks' binary is checked only by itself: {why}"),
+        ));
     }
     out
 }

@@ -209,6 +209,20 @@ pub fn system_install_dir() -> PathBuf {
     imp::system_install_dir()
 }
 
+/// Digest checkers this OS ships, each as the command line that reads `<sha256>  <path>` lines on
+/// its stdin and exits 0 only when every file matches: `sha256sum` (Linux), `shasum` (macOS;
+/// Linux has it too). None on Windows, where no such tool is part of the system.
+pub const DIGEST_CHECKERS: &[&str] = imp::DIGEST_CHECKERS;
+
+/// The first of [`DIGEST_CHECKERS`] present and changeable by the system's owner only: a check
+/// the agent's user cannot rewrite (setup pins the hooks' binary with it, `setup/pin.rs`).
+pub fn system_digest_checker() -> Option<&'static str> {
+    DIGEST_CHECKERS.iter().copied().find(|c| {
+        let program = Path::new(c.split(' ').next().unwrap_or(c));
+        program.is_file() && system_owned(program) == SystemOwned::Yes
+    })
+}
+
 /// Creates `dir` and its missing parents for a file every local user runs and only the owner
 /// writes: `0755` on Unix (whatever the umask); inherited ACLs on Windows.
 pub fn create_shared_dir(dir: &Path) -> io::Result<()> {

@@ -183,6 +183,12 @@ pub fn stdin_readable_within(timeout: std::time::Duration) -> io::Result<bool> {
     }
 }
 
+pub const DIGEST_CHECKERS: &[&str] = &[
+    "/usr/bin/sha256sum -c --status",
+    "/bin/sha256sum -c --status",
+    "/usr/bin/shasum -a 256 -c -s",
+];
+
 pub fn system_owned(path: &Path) -> super::SystemOwned {
     use super::SystemOwned;
     let Ok(abs) = std::path::absolute(path) else {

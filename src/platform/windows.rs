@@ -172,6 +172,9 @@ pub fn stdin_readable_within(_timeout: std::time::Duration) -> io::Result<bool> 
     Ok(true)
 }
 
+/// No digest checker ships with Windows that the hook's shell could run unchanged.
+pub const DIGEST_CHECKERS: &[&str] = &[];
+
 pub fn system_owned(path: &Path) -> super::SystemOwned {
     super::SystemOwned::Unknown(format!(
         "Windows ACLs are not read: check that only Administrators and SYSTEM may write {} and its folders",

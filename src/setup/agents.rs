@@ -74,6 +74,7 @@ pub fn format(agent: Agent) -> Format {
         timeout,
         flat,
         status_line: false,
+        pinned: &[],
     }
 }
 

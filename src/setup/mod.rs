@@ -13,6 +13,7 @@
 //! Code's shape) or straight under the event (Copilot CLI's). [`agents`] has the per-CLI routes.
 
 pub mod agents;
+pub mod pin;
 pub mod plugin;
 
 use anyhow::{bail, Context, Result};
@@ -55,6 +56,9 @@ pub struct Format {
     /// The CLI runs a `statusLine` command (Claude Code): setup offers `loopgate statusline`
     /// where none is configured, and uninstalling takes back only its own.
     pub status_line: bool,
+    /// Subcommands whose handlers setup pins to the binary's digest ([`pin`]): Claude Code's
+    /// session start, where a failed check's message is shown at launch.
+    pub pinned: &'static [&'static str],
 }
 
 /// Claude Code's settings files.
@@ -63,20 +67,34 @@ pub const CLAUDE: Format = Format {
     timeout: HOOK_TIMEOUT_SECS,
     flat: false,
     status_line: true,
+    pinned: &["session-start"],
 };
 
-/// The `statusLine` setup offers: the hooks' binary (never in observe mode: the line only reads).
+/// The `statusLine` setup offers: the hooks' binary (never in observe mode: the line only reads),
+/// pinned to its digest, so a replaced binary shows on the line.
 fn status_line(command_prefix: &str) -> Value {
     let bin = command_prefix
         .strip_suffix(" --observe")
         .unwrap_or(command_prefix);
-    json!({"type": "command", "command": format!("{bin} statusline")})
+    let command = pin_for(format!("{bin} statusline"), command_prefix, |_| {
+        pin::status_line_notice()
+    });
+    json!({"type": "command", "command": command})
+}
+
+/// `command` pinned to the binary `command_prefix` names ([`pin::pin`]).
+fn pin_for(command: String, command_prefix: &str, notice: impl FnOnce(&str) -> String) -> String {
+    match shell_words(command_prefix, 1).first() {
+        Some(program) => pin::pin(command, program, notice),
+        None => command,
+    }
 }
 
 /// Whether a `statusLine` is loopgate's own.
 fn is_our_status_line(v: &Value) -> bool {
     v.get("command")
         .and_then(Value::as_str)
+        .map(pin::inner)
         .is_some_and(|c| is_loopgate_command(c) && c.trim_end().ends_with(" statusline"))
 }
 
@@ -149,7 +167,10 @@ pub fn hook_block_as(command_prefix: &str, format: &Format) -> Value {
 /// One matcher group holding loopgate's handler for `subcommand` (in the flat shape, the
 /// handler itself).
 fn group(command_prefix: &str, subcommand: &str, tool_event: bool, format: &Format) -> Value {
-    let command = format!("{command_prefix} {subcommand}");
+    let mut command = format!("{command_prefix} {subcommand}");
+    if format.pinned.contains(&subcommand) {
+        command = pin_for(command, command_prefix, pin::session_start_notice);
+    }
     if format.flat {
         return json!({"type": "command", "bash": command, "timeoutSec": format.timeout});
     }
@@ -244,9 +265,7 @@ fn handler_fields_drift(h: &Value, want: &Value) -> Vec<String> {
             None => why.push(format!("{k}: {v}")),
             Some(w) if k == "command" || k == "bash" => {
                 let (have, want) = (v.as_str().unwrap_or(""), w.as_str().unwrap_or(""));
-                if !same_command(have, want) {
-                    why.push(format!("command {have:?}"));
-                }
+                why.extend(command_drift(have, want));
             }
             // A shorter wait than setup's cuts the hook off before it answers.
             Some(w) if k == "timeout" || k == "timeoutSec" => {
@@ -259,6 +278,25 @@ fn handler_fields_drift(h: &Value, want: &Value) -> Vec<String> {
         }
     }
     why
+}
+
+/// How a handler's command differs from the one setup writes. A pinned command ([`pin`]) must
+/// keep its check, its binary and its notice; the digest it records is not compared (after an
+/// upgrade it is the person's to renew with `loopgate setup`, and the shell's check tells them).
+fn command_drift(have: &str, want: &str) -> Option<String> {
+    let changed = match (pin::parse(have), pin::parse(want)) {
+        (Some(h), Some(w)) => {
+            // The binary may be named through a link, as an unpinned command's may.
+            let same_path = h.path == w.path || same_binary(Path::new(h.path), Path::new(w.path));
+            !same_path
+                || h.notice != w.notice.replace(w.path, h.path)
+                || !same_command(h.inner, w.inner)
+        }
+        (None, Some(_)) => return Some(format!("command {have:?}, without its binary check")),
+        (Some(h), None) => !same_command(h.inner, want),
+        (None, None) => !same_command(have, want),
+    };
+    changed.then(|| format!("command {have:?}"))
 }
 
 /// Whether a hook command runs what `want` runs: the same words, the program possibly written
@@ -443,6 +481,7 @@ pub fn handler_command(handler: &Value) -> Option<&str> {
 /// assignments, or the script given to `sh`/`bash`) is named `loopgate` or `loopgate-hook`,
 /// whatever its directory and whatever arguments follow.
 pub fn is_loopgate_command(command: &str) -> bool {
+    let command = pin::inner(command);
     let words = shell_words(command, 4);
     let mut words = words
         .iter()
@@ -467,6 +506,7 @@ pub fn command_program(command: &str) -> Option<String> {
     if !is_loopgate_command(command) {
         return None;
     }
+    let command = pin::inner(command);
     let words = shell_words(command, 4);
     let mut words = words.into_iter().skip_while(|word| is_assignment(word));
     let program = words.next()?;
@@ -495,6 +535,7 @@ fn is_assignment(word: &str) -> bool {
 
 /// The value of `--agent` among the first words of a hook command, if it has one.
 pub fn command_agent(command: &str) -> Option<String> {
+    let command = pin::inner(command);
     let words = shell_words(command, 8);
     let mut words = words.into_iter();
     while let Some(word) = words.next() {
@@ -854,10 +895,38 @@ pub fn run_as(
     } else {
         String::new()
     };
+    let pinned = if uninstall {
+        String::new()
+    } else {
+        pin_note(&settings)
+    };
     Ok(match backup {
-        Some(path) => format!("{what} (backup: {}){status_note}{kept}", path.display()),
-        None => format!("{what}{status_note}{kept}"),
+        Some(path) => format!(
+            "{what} (backup: {}){status_note}{pinned}{kept}",
+            path.display()
+        ),
+        None => format!("{what}{status_note}{pinned}{kept}"),
     })
+}
+
+/// What checks the binary from outside, said once at setup: the person should know that an
+/// upgrade without `loopgate setup` will be told at every session start.
+fn pin_note(settings: &Value) -> String {
+    let pinned = settings["hooks"]["SessionStart"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+        .filter_map(handler_command)
+        .find_map(pin::parse);
+    match pinned {
+        Some(p) => format!(
+            "; each session start checks the binary's SHA-256 with {} (after upgrading loopgate, \
+             run `loopgate setup` again)",
+            p.checker.split(' ').next().unwrap_or(p.checker)
+        ),
+        None => String::new(),
+    }
 }
 
 /// After an uninstall: the backups left beside the settings file, said once, so that nothing
@@ -882,7 +951,10 @@ fn backups_left(settings_path: &Path) -> String {
 
 /// Whether a loopgate hook command runs in observe mode (`--observe` among its words).
 pub fn command_observes(command: &str) -> bool {
-    is_loopgate_command(command) && shell_words(command, 12).iter().any(|w| w == "--observe")
+    is_loopgate_command(command)
+        && shell_words(pin::inner(command), 12)
+            .iter()
+            .any(|w| w == "--observe")
 }
 
 /// Whether any loopgate hook in the hook file at `path` runs in observe mode.

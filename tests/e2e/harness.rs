@@ -188,7 +188,9 @@ impl Scenario {
                 .as_str()
                 .unwrap_or_default();
             assert!(
-                command.contains(&*bin.to_string_lossy()) && command.ends_with(sub),
+                command.contains(&*bin.to_string_lossy())
+                    // SessionStart's runs behind the binary's check (src/setup/pin.rs).
+                    && (command.ends_with(sub) || command.contains(&format!(" {sub}; echo '"))),
                 "install.sh did not register `{} {sub}` for {event}: {settings:#}",
                 bin.display()
             );
