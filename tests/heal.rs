@@ -485,3 +485,72 @@ fn a_state_put_back_from_an_earlier_copy_is_told_once() {
         idle_out.stdout
     );
 }
+
+/// Issue 30 part 3: a state deleted together with its lock file looks like a new session to the
+/// lock. The state dir's record of sessions seen tells it, once; when that went too, the CLI's
+/// transcript (earlier finished calls) does. Harmless twins: a new session, a session start with
+/// a long transcript (a fork or resume), and a session `gc` removed, say nothing.
+#[test]
+fn a_state_deleted_with_its_lock_is_told_once() {
+    let env = Env::new();
+    for _ in 0..2 {
+        judged(&env.bash("cargo test", FAIL), "before");
+    }
+    let (state, lock) = (env.state_file(), env.lock_file());
+    std::fs::remove_file(state).unwrap();
+    std::fs::remove_file(lock).unwrap();
+    let said: Vec<String> = (0..3)
+        .map(|_| {
+            let out = env.bash("cargo test", FAIL);
+            judged(&out, "after the deletion");
+            notice(&out)
+        })
+        .collect();
+    told_once(
+        &said,
+        "state and lock file were deleted",
+        "state and lock deleted",
+    );
+
+    // The whole state dir gone, the transcript still shows the calls.
+    let mut wiped = Env::new();
+    let transcript = wiped.project.join("transcript.jsonl");
+    let result =
+        r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"x"}]}}"#;
+    std::fs::write(&transcript, format!("{result}\n{result}\n{result}\n")).unwrap();
+    wiped.transcript = transcript.display().to_string();
+    let start = wiped.base("SessionStart", json!({"source": "resume"}));
+    assert_eq!(
+        notice(&wiped.hook("session-start", &start)),
+        "",
+        "a resumed or forked session's start: its transcript holds calls from before"
+    );
+    judged(&wiped.bash("ls", Ok("a")), "first call");
+    std::fs::remove_dir_all(&wiped.state).unwrap();
+    let said: Vec<String> = (0..2).map(|_| notice(&wiped.bash("ls", Ok("a")))).collect();
+    told_once(
+        &said,
+        "transcript shows 3 finished tool calls",
+        "state dir wiped",
+    );
+
+    // A new session whose transcript holds only the call being judged: nothing to say.
+    let mut fresh = Env::new();
+    let one = fresh.project.join("one.jsonl");
+    std::fs::write(&one, format!("{result}\n")).unwrap();
+    fresh.transcript = one.display().to_string();
+    assert_eq!(notice(&fresh.bash("ls", Ok("a"))), "");
+
+    // A session gc removed for its age is new again when it comes back, not deleted.
+    let old = Env::new();
+    judged(&old.bash("ls", Ok("a")), "old session");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let gc = old.run(&["gc", "--older-than", "1s"], b"");
+    assert_eq!(gc.code, 0, "{}", gc.stderr);
+    assert!(
+        gc.stdout.contains("1 session"),
+        "gc removed it: {}",
+        gc.stdout
+    );
+    assert_eq!(notice(&old.bash("ls", Ok("a"))), "");
+}

@@ -5,6 +5,7 @@
 
 mod answer;
 mod expansion;
+mod forgotten;
 mod journaled;
 mod outer;
 mod session;

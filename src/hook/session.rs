@@ -93,6 +93,13 @@ pub(super) fn open(
         ));
     }
     let known = lock.is_some_and(|l| l.session_known());
+    if let (Some(s), Some(_), false, None) = (&session.store, lock, known, &quarantined) {
+        notices.extend(super::forgotten::told(
+            call,
+            s.dir(),
+            &Store::stem(session_id),
+        ));
+    }
     let mut state = state_of(loaded, quarantined.is_none() && known, call, notices);
     if let Some(l) = lock {
         notices.extend(restored(&mut state, l));

@@ -183,6 +183,9 @@ pub fn sweep(
             _ => {}
         }
     }
+    if !dry_run {
+        super::seen::forget(state_dir, &gone_sessions);
+    }
     // Newest first: the cap keeps the most recent evidence.
     quarantined.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     for (i, (modified, path, _)) in quarantined.iter().enumerate() {
