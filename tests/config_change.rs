@@ -251,3 +251,102 @@ fn a_configuration_loosened_mid_session_is_told_once() {
     let log = std::fs::read_to_string(env.state.join("events.jsonl")).unwrap();
     assert!(log.contains("configuration was loosened"), "{log}");
 }
+
+/// Issue 30, plugin installs: loopgate's hooks are in the plugin, so a settings file can only
+/// switch the plugin off. `enabledPlugins."loopgate@…": false`, spelt with a JSON escape too, is
+/// undone and the plugin's own `/loopgate:loopgate allow <id>` named; another plugin switched
+/// off, or loopgate's key in a settings install, is left alone. The plugin's files changed in
+/// its cache are told at the session's first call; as shipped, nothing is said.
+#[test]
+fn a_plugin_install_is_judged_by_its_switches_and_its_files() {
+    let root = tempfile::tempdir().unwrap();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for rel in [
+        ".claude-plugin/plugin.json",
+        "hooks/hooks.json",
+        "hooks/loopgate-hook",
+        "commands/loopgate.md",
+    ] {
+        let to = root.path().join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(repo.join(rel), to).unwrap();
+    }
+    let plugin = Env::new().var("CLAUDE_PLUGIN_ROOT", root.path().to_str().unwrap());
+    let home = plugin.state.parent().unwrap().to_path_buf();
+    let user = home.join(".claude/settings.json");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+
+    std::fs::write(
+        &user,
+        r#"{"enabledPlugins": {"loopgate\u0040loopgate": false, "other@x": true}}"#,
+    )
+    .unwrap();
+    let out = change(&plugin, &user, "user_settings");
+    let answer = out.json();
+    assert_eq!(answer["decision"], "block", "{answer}");
+    let reason = answer["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("enabledPlugins.loopgate@loopgate")
+            && reason.contains("/loopgate:loopgate allow "),
+        "{reason}"
+    );
+    assert_eq!(read(&user)["enabledPlugins"]["loopgate@loopgate"], true);
+    assert_eq!(
+        read(&user)["enabledPlugins"]["other@x"],
+        true,
+        "the rest is kept"
+    );
+
+    // Harmless twins.
+    std::fs::write(
+        &user,
+        r#"{"enabledPlugins": {"loopgate@loopgate": true, "other@x": false}}"#,
+    )
+    .unwrap();
+    assert!(change(&plugin, &user, "user_settings").is_silent_allow());
+    let settings_install = Env::new();
+    let home2 = settings_install.state.parent().unwrap().to_path_buf();
+    let user2 = home2.join(".claude/settings.json");
+    assert_eq!(
+        settings_install
+            .run(&["setup", "--settings", user2.to_str().unwrap()], b"")
+            .code,
+        0
+    );
+    let mut v = read(&user2);
+    v["enabledPlugins"] = json!({"loopgate@loopgate": false});
+    std::fs::write(&user2, v.to_string()).unwrap();
+    assert!(
+        change(&settings_install, &user2, "user_settings").is_silent_allow(),
+        "a settings install does not run the plugin: switching the plugin off is not switching loopgate off"
+    );
+
+    // The plugin's files: as shipped, nothing; the wrapper changed, told once at the first call.
+    let start = |env: &Env| {
+        let p = env.base("SessionStart", json!({"source": "startup"}));
+        env.hook("session-start", &p)
+    };
+    let said = start(&plugin);
+    assert!(!said.stdout.contains("systemMessage"), "{}", said.stdout);
+    let mut changed = Env::new().var("CLAUDE_PLUGIN_ROOT", root.path().to_str().unwrap());
+    changed.session = "sess-2".into();
+    let wrapper = root.path().join("hooks/loopgate-hook");
+    let text = std::fs::read_to_string(&wrapper).unwrap();
+    std::fs::write(
+        &wrapper,
+        text.replace(
+            "exec \"$bin\" \"$@\"",
+            "[ \"$1\" = pre-tool-use ] && exit 0\nexec \"$bin\" \"$@\"",
+        ),
+    )
+    .unwrap();
+    let said = start(&changed).json();
+    let message = said["systemMessage"].as_str().unwrap_or_default();
+    assert!(message.contains("hooks/loopgate-hook"), "{said}");
+    let later = changed.bash("ls", Ok("a"));
+    assert!(
+        !later.stdout.contains("loopgate-hook"),
+        "told once: {}",
+        later.stdout
+    );
+}

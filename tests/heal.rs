@@ -493,6 +493,12 @@ fn a_state_put_back_from_an_earlier_copy_is_told_once() {
 #[test]
 fn a_state_deleted_with_its_lock_is_told_once() {
     let env = Env::new();
+    // Claude Code's session start makes the session's files (and its record as seen).
+    let start = env.base("SessionStart", json!({"source": "startup"}));
+    assert!(env
+        .hook("session-start", &start)
+        .stdout
+        .contains("watchPaths"));
     for _ in 0..2 {
         judged(&env.bash("cargo test", FAIL), "before");
     }
@@ -511,6 +517,19 @@ fn a_state_deleted_with_its_lock_is_told_once() {
         "state and lock file were deleted",
         "state and lock deleted",
     );
+    // A resumed session whose files were deleted: told at its start, shown at launch.
+    let (state, lock) = (env.state_file(), env.lock_file());
+    std::fs::remove_file(state).unwrap();
+    std::fs::remove_file(lock).unwrap();
+    let resumed = env.base("SessionStart", json!({"source": "resume"}));
+    let out = env.hook("session-start", &resumed);
+    assert!(
+        notice(&out).contains("state and lock file were deleted"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.json()["hookSpecificOutput"]["watchPaths"].is_array());
+    assert_eq!(notice(&env.bash("ls", Ok("a"))), "", "told once");
 
     // The whole state dir gone, the transcript still shows the calls.
     let mut wiped = Env::new();

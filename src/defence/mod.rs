@@ -1,5 +1,6 @@
 //! Defence by effect: loopgate's own wiring in each CLI's settings, checked and healed.
 
+pub mod plugin_files;
 pub mod sanction;
 pub mod wiring;
 pub mod wiring_check;

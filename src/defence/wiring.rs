@@ -17,12 +17,22 @@ use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
+/// `/loopgate` as the Claude Code plugin ships it (`commands/loopgate.md`).
+pub const PLUGIN_SLASH: &str = "/loopgate:loopgate";
+
 /// Beside a settings file, the version loopgate undid.
 pub const ASIDE_SUFFIX: &str = ".loopgate-undone";
 
-/// What a settings file does that switches loopgate off.
-fn disabling(settings: &Value) -> Vec<String> {
+/// What a settings file does that switches loopgate off; `plugin`: loopgate runs as Claude Code's
+/// plugin, which `enabledPlugins` can switch off (a key read as JSON, so an escaped
+/// `"loopgate\u0040…"` is the same key).
+fn disabling(settings: &Value, plugin: bool) -> Vec<String> {
     let mut found = Vec::new();
+    if plugin {
+        for name in plugin_switched_off(settings) {
+            found.push(format!("it sets enabledPlugins.{name} to false"));
+        }
+    }
     if settings
         .get("disableAllHooks")
         .is_some_and(|v| v != &Value::Bool(false))
@@ -35,10 +45,24 @@ fn disabling(settings: &Value) -> Vec<String> {
     found
 }
 
+/// loopgate's entries in `enabledPlugins` (`loopgate@<marketplace>`) set to anything but true.
+fn plugin_switched_off(settings: &Value) -> Vec<String> {
+    settings
+        .get("enabledPlugins")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(name, on)| {
+            name.split('@').next() == Some("loopgate") && **on != Value::Bool(true)
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
 /// What a settings file's JSON does to loopgate, judged afresh (never taken from a record the
 /// agent could have written): what `/loopgate allow` tells the person it keeps.
 pub fn effects(settings: &Value, command_prefix: Option<&str>) -> Vec<String> {
-    let mut found = disabling(settings);
+    let mut found = disabling(settings, command_prefix.is_none());
     if !setup::has_loopgate_hooks(settings) {
         found.push("it has no loopgate hooks".into());
     } else if let Some(prefix) = command_prefix {
@@ -128,6 +152,9 @@ pub struct Undone {
     pub kept: Vec<Kept>,
     /// The pending id the person may allow, once it is kept (see [`sanction::keep`]).
     pub id: Option<String>,
+    /// The command the person types: the plugin's copy is known only by its namespaced name
+    /// (observed: a plain `/loopgate` is an unknown command in a plugin install).
+    pub slash: &'static str,
 }
 
 impl Undone {
@@ -140,7 +167,7 @@ impl Undone {
         );
         for (file, aside) in &self.repaired {
             m.push_str(&format!(
-                "; loopgate's hooks were put back in {} (the changed version is kept in {})",
+                "; {} was put right (the changed version is kept in {})",
                 file.display(),
                 aside.display()
             ));
@@ -150,8 +177,9 @@ impl Undone {
         }
         match &self.id {
             Some(id) => m.push_str(&format!(
-                ". If you made this change, type /loopgate allow {id} at the prompt within {} \
+                ". If you made this change, type {} allow {id} at the prompt within {} \
                  minutes to keep it (only a person can: the agent's tools cannot run it).",
+                self.slash,
                 sanction::VALID_MS / 60_000
             )),
             None => m.push_str(
@@ -208,7 +236,7 @@ pub fn check_change(
             continue;
         }
         problems.extend(
-            disabling(&v)
+            disabling(&v, command_prefix.is_none())
                 .into_iter()
                 .map(|p| format!("{}: {p}", f.display())),
         );
@@ -259,12 +287,28 @@ pub fn check_change(
         failed: Vec::new(),
         kept: Vec::new(),
         id: None,
+        slash: match command_prefix {
+            Some(_) => "/loopgate",
+            None => PLUGIN_SLASH,
+        },
     };
     for (file, text, mut v) in parsed {
-        let mut fix = !disabling(&v).is_empty();
+        let mut fix = !disabling(&v, command_prefix.is_none()).is_empty();
         if fix {
+            let plugin_off = match command_prefix {
+                None => plugin_switched_off(&v),
+                Some(_) => Vec::new(),
+            };
             if let Some(root) = v.as_object_mut() {
                 root.remove("disableAllHooks");
+                if let Some(plugins) = root
+                    .get_mut("enabledPlugins")
+                    .and_then(Value::as_object_mut)
+                {
+                    for name in plugin_off {
+                        plugins.insert(name, Value::Bool(true));
+                    }
+                }
                 if let Some(env) = root.get_mut("env").and_then(Value::as_object_mut) {
                     env.retain(|k, _| {
                         !(k.starts_with("LOOPGATE_") || k == "HOME" || k.starts_with("XDG_"))

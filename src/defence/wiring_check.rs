@@ -273,7 +273,10 @@ fn hook_files(agent: Agent, project: Option<&Path>) -> Vec<PathBuf> {
 /// (user and project) no longer wire loopgate whole, `None` when they do. Claude Code's own
 /// `ConfigChange` guards its settings, so it is not checked here.
 pub fn session_notice(agent: Agent, project: Option<&Path>) -> Option<String> {
-    if agent == Agent::Claude || agent.is_plugin() {
+    if agent == Agent::Claude {
+        return super::plugin_files::session_notice();
+    }
+    if agent.is_plugin() {
         return None;
     }
     let mut problems = Vec::new();

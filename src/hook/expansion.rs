@@ -13,8 +13,11 @@ use crate::store::events;
 
 /// The answer to the person's `/loopgate …`; silent for any other command.
 pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done {
-    if payload.command_name.as_deref() != Some("loopgate")
-        || payload.expansion_type.as_deref() != Some("slash_command")
+    // The plugin's copy of the command is also known by its namespaced name.
+    if !matches!(
+        payload.command_name.as_deref(),
+        Some("loopgate" | "loopgate:loopgate")
+    ) || payload.expansion_type.as_deref() != Some("slash_command")
     {
         return Done::silent();
     }
@@ -54,7 +57,7 @@ pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done
         "enforced": true,
         "severity": "high",
         "reason": message,
-        "evidence": {"command": clip(args, 64)},
+        "evidence": {"command": clip(args, 64), "command_name": payload.command_name.as_deref().map(|n| clip(n, 64))},
     });
     let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
     block(message)
@@ -63,9 +66,7 @@ pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done
 /// What was kept, judged from the files as written now: the pending record's own words could
 /// be anyone's.
 fn kept_message(cli: &Cli, p: &sanction::Pending) -> String {
-    let prefix = std::env::current_exe()
-        .ok()
-        .and_then(|exe| crate::setup::command_prefix(&exe, cli.observe).ok());
+    let prefix = super::settings::wiring_prefix(cli).ok().flatten();
     let files: Vec<String> = p
         .files
         .iter()

@@ -27,8 +27,8 @@ pub(super) fn answer(
         // Setup wires no SessionStart for the other CLIs; one wired by hand leaves the session's
         // files to its first judged call, which then checks the wiring.
         Event::SessionStart if agent != Agent::Claude => Some(Ok(Done::silent())),
-        Event::SessionStart => Some(session_start(cli, &payload.session_id, cfg).map(|mut d| {
-            d.stdout = crate::defence::wiring::watch_answer(&watched(cli, project_dir));
+        Event::SessionStart => Some(session_start(cli, payload, cfg).map(|(mut d, told)| {
+            d.stdout = start_answer(&watched(cli, project_dir), &told);
             d
         })),
         Event::ConfigChange => Some(config_change(cli, payload, project_dir, cfg)),
@@ -44,15 +44,29 @@ pub(super) fn answer(
 /// to move aside, a busy lock, a config problem) is left to the session's next event, which judges
 /// and reports it. It answers nothing of its own, since plain stdout would reach the model
 /// (observed); for Claude Code the caller answers the paths to watch, which does not.
-fn session_start(cli: &Cli, session_id: &str, cfg: &config::Config) -> Result<Done> {
-    // Anything amiss is left to the session's next event, which judges and tells.
+fn session_start(
+    cli: &Cli,
+    payload: &Payload,
+    cfg: &config::Config,
+) -> Result<(Done, Vec<String>)> {
+    let session_id = &payload.session_id;
+    // The plugin's own files, compared with what this version ships (told at launch).
+    let mut told: Vec<String> = crate::defence::plugin_files::session_notice()
+        .into_iter()
+        .collect();
+    // Anything else amiss is left to the session's next event, which judges and tells.
     let Some(store) = open_store(cli, &mut Vec::new()) else {
-        return Ok(Done::silent());
+        return Ok((Done::silent(), told));
     };
     let Ok(lock) = store.lock(session_id, lock_wait(cfg)) else {
-        return Ok(Done::silent());
+        return Ok((Done::silent(), told));
     };
     if lock.session_is_new() && lock.healed.is_none() {
+        // A session seen before whose state and lock are gone (a resume after a deletion).
+        told.extend(super::forgotten::told_at_start(
+            store.dir(),
+            &Store::stem(session_id),
+        ));
         if store
             .save(
                 &lock,
@@ -66,12 +80,39 @@ fn session_start(cli: &Cli, session_id: &str, cfg: &config::Config) -> Result<Do
             )
             .is_err()
         {
-            return Ok(Done::silent());
+            return Ok((Done::silent(), told));
         }
         drop(lock);
         crate::store::gc::maybe_sweep(store.dir(), &cfg.housekeeping);
     }
-    Ok(Done::silent())
+    if !told.is_empty() {
+        let lines: Vec<_> = told
+            .iter()
+            .map(|t| {
+                settings_event_line(
+                    payload,
+                    ("SessionStart", "notice", true),
+                    t,
+                    serde_json::json!({}),
+                )
+            })
+            .collect();
+        let _ = events::append(store.dir(), &lines, &cfg.log, lock_wait(cfg));
+    }
+    Ok((Done::silent(), told))
+}
+
+/// SessionStart's answer: the paths to watch, and what the person must hear at launch (a
+/// `systemMessage` is shown then and never sent to the model, observed).
+fn start_answer(watch: &[std::path::PathBuf], told: &[String]) -> Option<String> {
+    let mut answer: serde_json::Value = crate::defence::wiring::watch_answer(watch)
+        .and_then(|a| serde_json::from_str(&a).ok())
+        .unwrap_or_else(|| serde_json::json!({}));
+    if !told.is_empty() {
+        let message = crate::judge::redact::mask(&format!("loopgate: {}", told.join("; ")));
+        answer["systemMessage"] = message.into();
+    }
+    (answer != serde_json::json!({})).then(|| answer.to_string())
 }
 
 /// The files a Claude Code session watches for FileChanged: the hooks' binary and loopgate's
@@ -170,14 +211,7 @@ fn config_change(
         .map(std::path::Path::to_path_buf)
         .or_else(|| payload.cwd.as_deref().map(std::path::PathBuf::from));
     let files = crate::defence::wiring::settings_files(home.as_deref(), project.as_deref());
-    // A plugin's hooks live in the plugin, not in the settings: there is no wiring to restore.
-    let prefix = match std::env::var_os("CLAUDE_PLUGIN_ROOT") {
-        Some(_) => None,
-        None => {
-            let exe = std::env::current_exe().context("cannot find loopgate's own binary")?;
-            Some(crate::setup::command_prefix(&exe, cli.observe)?)
-        }
-    };
+    let prefix = wiring_prefix(cli)?;
     let mut notices = Vec::new();
     let store = open_store(cli, &mut notices);
     let changed = std::path::Path::new(changed);
@@ -265,6 +299,16 @@ fn config_change(
         problems: Vec::new(),
         exit: Exit::Ok,
     })
+}
+
+/// The command prefix of the hooks this binary runs from the settings, `None` when it runs as
+/// Claude Code's plugin: a plugin's hooks live in the plugin, there is no wiring to restore.
+pub(super) fn wiring_prefix(cli: &Cli) -> Result<Option<String>> {
+    if std::env::var_os("CLAUDE_PLUGIN_ROOT").is_some() {
+        return Ok(None);
+    }
+    let exe = std::env::current_exe().context("cannot find loopgate's own binary")?;
+    Ok(Some(crate::setup::command_prefix(&exe, cli.observe)?))
 }
 
 /// A kept notice is shown after loopgate's own prefix.

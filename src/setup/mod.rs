@@ -1058,13 +1058,8 @@ pub const SLASH_COMMAND_FILE: &str = "loopgate.md";
 /// Skill tool may not run it (observed), so only the person's typing fires the
 /// UserPromptExpansion that `loopgate prompt-expansion` answers. Its body never reaches the model:
 /// the handler blocks every `/loopgate`.
-const SLASH_COMMAND: &str = "---
-description: loopgate (allow <id> keeps a settings change loopgate undid)
-argument-hint: allow <id>
-disable-model-invocation: true
----
-loopgate: $ARGUMENTS
-";
+/// The same file ships in the Claude Code plugin (`commands/`), so a plugin install has it too.
+const SLASH_COMMAND: &str = include_str!("../../commands/loopgate.md");
 
 fn slash_command_path(settings_path: &Path) -> Option<PathBuf> {
     Some(

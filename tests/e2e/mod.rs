@@ -38,6 +38,7 @@ mod http;
 mod interactive;
 mod loops;
 mod plugin_install;
+mod plugin_sanction;
 mod plugin_validate;
 mod progress;
 mod run;

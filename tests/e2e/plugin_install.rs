@@ -35,6 +35,7 @@ fn copy_plugin(to: &Path) {
         ".claude-plugin/marketplace.json",
         "hooks/hooks.json",
         "hooks/loopgate-hook",
+        "commands/loopgate.md",
     ] {
         let dest = to.join(rel);
         fs::create_dir_all(dest.parent().unwrap()).unwrap();

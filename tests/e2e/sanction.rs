@@ -63,24 +63,9 @@ fn e2e_only_the_persons_slash_command_keeps_an_undone_unwiring() {
             .to_string()
             .contains("pre-tool-use")
     };
-    let asked = |label: &str, turn: usize| {
-        api.requests()
-            .iter()
-            .any(|r| r.conversation.as_deref() == Some(label) && r.turn >= turn)
-    };
-    let finish = |why: &str| -> String {
-        let screen = term.screen();
-        let _ = std::fs::write(out_dir.join("screen.txt"), &screen);
-        s.publish(&out_dir);
-        format!("{why}\nscreen: {screen}\nevents: {:#?}", events())
-    };
-    assert!(
-        term.wait(Duration::from_secs(30), || term
-            .screen()
-            .contains("bypass permissions")),
-        "{}",
-        finish("claude did not start")
-    );
+    let asked = |label: &str, turn: usize| asked(&api, label, turn);
+    let finish = |why: &str| report(&s, &term, &out_dir, why);
+    assert!(started(&term), "{}", finish("claude did not start"));
 
     // (1) The agent's unwiring is undone, and the person is told the route.
     term.type_line("UNWIRE-THE-HOOKS please");
@@ -89,11 +74,7 @@ fn e2e_only_the_persons_slash_command_keeps_an_undone_unwiring() {
         "{}",
         finish("the unwiring turn did not end")
     );
-    let id = events()
-        .iter()
-        .find(|e| e["event"] == "ConfigChange" && e["decision"] == "deny")
-        .and_then(|e| e["evidence"]["id"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("{}", finish("no undo with an id")));
+    let id = undo_id(&events()).unwrap_or_else(|| panic!("{}", finish("no undo with an id")));
     assert!(settings_wired(), "{}", finish("not put back"));
     let route = format!("/loopgate allow {id}");
     assert!(
@@ -140,13 +121,8 @@ fn e2e_only_the_persons_slash_command_keeps_an_undone_unwiring() {
 
     // (3) The person types it: the change is kept, and its reload is not undone.
     term.type_line(&route);
-    let kept = || {
-        events()
-            .iter()
-            .any(|e| e["event"] == "UserPromptExpansion" && e["decision"] == "allow")
-    };
     assert!(
-        term.wait(Duration::from_secs(20), kept),
+        term.wait(Duration::from_secs(20), || kept(&events())),
         "{}",
         finish("the person's allow was not taken")
     );
@@ -177,4 +153,47 @@ fn e2e_only_the_persons_slash_command_keeps_an_undone_unwiring() {
         finish("the person's /loopgate reached the model")
     );
     finish("done");
+}
+
+/// Whether the model was asked turn `turn` (or later) of conversation `label`.
+pub(super) fn asked(api: &super::fake_api::FakeApi, label: &str, turn: usize) -> bool {
+    api.requests()
+        .iter()
+        .any(|r| r.conversation.as_deref() == Some(label) && r.turn >= turn)
+}
+
+/// Waits for the interactive CLI's prompt.
+pub(super) fn started(term: &Terminal) -> bool {
+    term.wait(Duration::from_secs(30), || {
+        term.screen().contains("bypass permissions")
+    })
+}
+
+/// The id of the change ConfigChange undid, from the event log.
+pub(super) fn undo_id(events: &[Value]) -> Option<String> {
+    events
+        .iter()
+        .find(|e| e["event"] == "ConfigChange" && e["decision"] == "deny")
+        .and_then(|e| e["evidence"]["id"].as_str().map(str::to_owned))
+}
+
+/// Whether the person's `/loopgate allow <id>` kept the change.
+pub(super) fn kept(events: &[Value]) -> bool {
+    events
+        .iter()
+        .any(|e| e["event"] == "UserPromptExpansion" && e["decision"] == "allow")
+}
+
+/// What a failed step shows: the screen (also kept in the run's output dir) and the event log.
+pub(super) fn report(
+    s: &Scenario,
+    term: &Terminal,
+    out_dir: &std::path::Path,
+    why: &str,
+) -> String {
+    let screen = term.screen();
+    let _ = std::fs::write(out_dir.join("screen.txt"), &screen);
+    s.publish(out_dir);
+    let events = read_jsonl(&s.state_dir.join("events.jsonl"));
+    format!("{why}\nscreen: {screen}\nevents: {events:#?}")
 }

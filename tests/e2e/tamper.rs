@@ -114,3 +114,40 @@ fn e2e_handler_edited_in_place_mid_session_is_put_back_and_told() {
     });
     assert!(!told.is_empty(), "{}", run.summary());
 }
+
+/// Issue 30 part 3 with the real CLI: the binary the hooks run replaced by `exit 0` reports
+/// nothing about itself; the session's start, checked by the system's shell and `sha256sum`
+/// (src/setup/pin.rs), tells the person (a `systemMessage`, kept in the transcript as the
+/// attachment the screen shows at launch), and the model is sent nothing of it.
+#[test]
+fn e2e_a_replaced_binary_is_told_at_the_session_start() {
+    let Some(mut s) = Scenario::new("tamper-binary") else {
+        return;
+    };
+    s.install(Install::Script);
+    let bin = s.home.join(".local/bin/loopgate");
+    std::fs::remove_file(&bin).unwrap();
+    std::fs::write(&bin, "#!/bin/sh\nexit 0\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prompt = "List the files.";
+    let run = s.run(
+        prompt,
+        Script::default().conversation(
+            "main",
+            prompt,
+            vec![Turn::call(bash("ls")), Turn::text("done")],
+        ),
+    );
+    // The transcript's `hook_system_message` attachment: what the interactive screen shows at
+    // launch as `SessionStart:startup says: …` (hooks-interactive-observed.md §6).
+    let told = run.transcript.iter().any(|l| {
+        let l = l.to_string();
+        l.contains("\"hook_system_message\"") && l.contains("loopgate is NOT judging this session")
+    });
+    assert!(told, "{}", run.summary());
+    assert!(
+        !run.everything_sent("main").contains("NOT judging"),
+        "the model is sent nothing of it"
+    );
+}
