@@ -41,7 +41,6 @@ static BROKEN_PIPE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// there the part of that start-up loopgate relies on (standard streams that are open, a write to
 /// a closed pipe that fails instead of killing); this flushes stdout at the end, as it would.
 pub fn main_entry() -> Exit {
-    crate::platform::start::report_crashes();
     std::panic::set_hook(Box::new(|info| {
         let msg = info
             .payload()

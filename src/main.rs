@@ -18,6 +18,8 @@ extern "C" fn main(
     _argv: *const *const std::ffi::c_char,
     envp: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
+    // First: a stack limit small enough to overflow here still leaves its one line.
+    start::report_crashes();
     start::keep_standard_streams_open();
     start::ignore_write_signals();
     // SAFETY: `envp` is the environment block glibc passed `main`, untouched so far.
@@ -27,6 +29,7 @@ extern "C" fn main(
 
 #[cfg(not(all(loopgate_fast_start, not(test))))]
 fn main() -> std::process::ExitCode {
+    start::report_crashes();
     // Rust's runtime has kept the standard streams open and ignores SIGPIPE; SIGXFSZ is ours.
     start::ignore_write_signals();
     loopgate::main_entry().into()
