@@ -573,3 +573,50 @@ fn a_state_deleted_with_its_lock_is_told_once() {
     );
     assert_eq!(notice(&old.bash("ls", Ok("a"))), "");
 }
+
+/// Issue 30 part 3: the project's outer-loop record (a fresh session per try) deleted, or an
+/// earlier copy put back, is told at the next session's first prompt; written by loopgate, or in
+/// a project that never had one, nothing is said.
+#[test]
+fn an_outer_loop_record_deleted_or_put_back_is_told() {
+    let mut env = Env::new();
+    assert!(!notice(&env.new_prompt("p1")).contains("outer-loop"));
+    env.stop(false);
+    let record: PathBuf = std::fs::read_dir(&env.state)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "project"))
+        .expect("the project's record");
+    let next = |env: &mut Env, name: &str| -> String {
+        env.session = name.into();
+        let said = notice(&env.new_prompt(&format!("{name}-prompt")));
+        env.stop(false);
+        said
+    };
+    assert!(
+        !next(&mut env, "s2").contains("outer-loop"),
+        "as loopgate wrote it"
+    );
+
+    std::fs::remove_file(&record).unwrap();
+    let said = next(&mut env, "s3");
+    assert!(
+        said.contains("outer-loop record") && said.contains("was deleted"),
+        "{said}"
+    );
+    assert!(
+        !next(&mut env, "s4").contains("outer-loop"),
+        "told once: written again since"
+    );
+
+    // An earlier copy put back: its own time of writing is ten minutes old.
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    v["written_ms"] = json!(now - 600_000);
+    std::fs::write(&record, v.to_string()).unwrap();
+    let said = next(&mut env, "s5");
+    assert!(said.contains("something other than loopgate"), "{said}");
+}

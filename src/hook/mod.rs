@@ -200,7 +200,7 @@ fn judge(
         journaled::replay(state, &j.records, &call.payload.session_id, &ctx_at);
     }
     let (payload, event) = (call.payload, call.event);
-    let mut verdicts = match outer::check(call, session, state, attended) {
+    let mut verdicts = match outer::check(call, session, state, attended, &mut told.notices) {
         Some(v) if v.action >= Action::Deny => vec![v],
         told => {
             let mut all = engine::handle(state, payload, event, &ctx_at(call.now_ms));

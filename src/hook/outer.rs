@@ -15,6 +15,7 @@ pub(super) fn check(
     session: &Session,
     state: &SessionState,
     attended: Option<bool>,
+    notices: &mut Vec<String>,
 ) -> Option<Verdict> {
     let first_prompt = call.event == Event::UserPromptSubmit
         && call.payload.agent() == MAIN_AGENT
@@ -23,7 +24,7 @@ pub(super) fn check(
     if !first_prompt {
         return None;
     }
-    outer_loop_check(store.dir(), dir, call.payload, attended)
+    outer_loop_check(store.dir(), dir, call.payload, attended, notices)
 }
 
 /// Notes the session's first turn in the project's record (nothing without a project or store).
@@ -46,9 +47,11 @@ fn outer_loop_check(
     project: &std::path::Path,
     payload: &Payload,
     attended: Option<bool>,
+    notices: &mut Vec<String>,
 ) -> Option<crate::protocol::verdict::Verdict> {
     let file = outer_loop::path(state_dir, project);
     let rec = outer_loop::read(&file);
+    notices.extend(outer_loop::tampered(&file, &rec));
     if rec.sessions.is_empty() {
         return None;
     }

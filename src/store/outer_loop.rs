@@ -27,6 +27,9 @@ pub const IDENTICAL: usize = 2;
 pub struct Record {
     /// Oldest first.
     pub sessions: Vec<SessionSig>,
+    /// The system clock when loopgate last wrote the record (0: written before it kept this):
+    /// a file changed well after it is someone else's write, an earlier copy put back.
+    pub written_ms: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -77,8 +80,63 @@ pub fn note(path: &Path, sig: SessionSig) -> std::io::Result<()> {
         .and_then(|n| n.to_str())
         .unwrap_or("record");
     let tmp = dir.join(format!(".tmp-{name}-{}", std::process::id()));
+    rec.written_ms = crate::platform::clock::wall_ms();
     std::fs::write(&tmp, serde_json::to_vec(&rec).unwrap_or_default())?;
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    let key = seen_key(path);
+    if crate::store::seen::first_seen(dir, &key).is_none() {
+        crate::store::seen::record(dir, &key, rec.written_ms);
+    }
+    Ok(())
+}
+
+/// The record's line in the state dir's list of what it has seen ([`crate::store::seen`]).
+fn seen_key(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("record");
+    format!("{NAME}:{stem}")
+}
+
+/// How far past loopgate's last write the record's change time may run before the change is
+/// someone else's. Generous: the record is read once per session, a network file system's
+/// clock may differ from this one, and a copy put back to escape an outer loop is older.
+const CHANGED_AFTER_MS: i64 = 120_000;
+
+/// What the person must hear about the record before it is judged: deleted since loopgate wrote
+/// it (the state dir remembers that it did), or changed by something else since (an earlier copy
+/// put back lowers the count of identical sessions). Either restarts the outer loop's count.
+pub fn tampered(path: &Path, rec: &Record) -> Option<String> {
+    let dir = path.parent()?;
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let since = crate::store::seen::first_seen(dir, &seen_key(path))?;
+            return Some(format!(
+                "the project's outer-loop record {} (kept since {}) was deleted: sessions that \
+                 repeat this project's last ones without progress are counted again from zero",
+                path.display(),
+                crate::platform::clock::time_of_day(since)
+            ));
+        }
+        Err(_) => return None,
+        Ok(m) => m,
+    };
+    if !meta.is_file() || rec.written_ms == 0 {
+        return None;
+    }
+    let changed_ms = i64::try_from(crate::platform::change_ns(&meta) / 1_000_000).ok()?;
+    let written = i64::try_from(rec.written_ms).ok()?;
+    (changed_ms - written > CHANGED_AFTER_MS).then(|| {
+        format!(
+            "the project's outer-loop record {} was written at {} by something other than \
+             loopgate, which last wrote it at {}: an earlier copy put back counts this \
+             project's repeated sessions from where they were then",
+            path.display(),
+            crate::platform::clock::time_of_day(u64::try_from(changed_ms).unwrap_or(0)),
+            crate::platform::clock::time_of_day(rec.written_ms)
+        )
+    })
 }
 
 /// At a session's first prompt: refused (or, a person known to attend, told) when the latest
