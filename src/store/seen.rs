@@ -16,20 +16,38 @@ fn path(state_dir: &Path) -> PathBuf {
     state_dir.join(FILE)
 }
 
-fn read(state_dir: &Path) -> String {
-    let mut text = String::new();
+/// The record's bytes (read unchecked: only a matched line is parsed).
+fn read(state_dir: &Path) -> Vec<u8> {
+    let mut bytes = Vec::new();
     if let Ok(f) = platform::open_private_read(&path(state_dir)) {
-        let _ = f.take(MAX_BYTES * 2).read_to_string(&mut text);
+        let len = f.metadata().map_or(0, |m| m.len()).min(MAX_BYTES * 2);
+        bytes.reserve_exact(usize::try_from(len).unwrap_or(0) + 1);
+        let _ = f.take(MAX_BYTES * 2).read_to_end(&mut bytes);
     }
-    text
+    bytes
 }
 
-/// When the session `stem` was first seen here, if it was.
+/// The record's lines (a line that is not UTF-8 is not one loopgate wrote: dropped).
+fn lines(bytes: &[u8]) -> Vec<&str> {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|l| std::str::from_utf8(l).ok())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// When the session `stem` was first seen here, if it was. A session start reads the whole
+/// record, so the line is found with `memmem` rather than line by line.
 pub fn first_seen(state_dir: &Path, stem: &str) -> Option<u64> {
-    read(state_dir).lines().find_map(|l| {
-        let (s, at) = l.split_once(' ')?;
-        (s == stem).then(|| at.parse().ok())?
-    })
+    let bytes = read(state_dir);
+    let key = format!("{stem} ");
+    memchr::memmem::find_iter(&bytes, key.as_bytes())
+        .find(|&at| at == 0 || bytes[at - 1] == b'\n')
+        .and_then(|at| {
+            let rest = &bytes[at + key.len()..];
+            let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+            std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+        })
 }
 
 /// Records the session `stem` as seen at `at_ms`. Best effort: a record not kept only means a
@@ -42,8 +60,8 @@ pub fn record(state_dir: &Path, stem: &str, at_ms: u64) {
     if f.seek(std::io::SeekFrom::End(0))
         .is_ok_and(|len| len > MAX_BYTES)
     {
-        let text = read(state_dir);
-        let lines: Vec<&str> = text.lines().collect();
+        let bytes = read(state_dir);
+        let lines = lines(&bytes);
         rewrite(state_dir, &lines[lines.len() / 2..]);
     }
 }
@@ -53,9 +71,9 @@ pub fn forget(state_dir: &Path, stems: &[String]) {
     if stems.is_empty() {
         return;
     }
-    let text = read(state_dir);
-    let kept: Vec<&str> = text
-        .lines()
+    let bytes = read(state_dir);
+    let kept: Vec<&str> = lines(&bytes)
+        .into_iter()
         .filter(|l| !stems.iter().any(|s| l.split(' ').next() == Some(s)))
         .collect();
     rewrite(state_dir, &kept);
