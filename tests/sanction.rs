@@ -159,6 +159,12 @@ fn an_allow_that_is_not_the_persons_own_keeps_nothing() {
     let mut other = fixture("sanction/person-typed-UserPromptExpansion.json");
     other["command_name"] = json!("review");
     assert!(env.hook("prompt-expansion", &other).is_silent_allow());
+    // A `/loopgate` an agent defined in the project (`.claude/commands/`): not loopgate's own.
+    let mut project = fixture("sanction/person-typed-UserPromptExpansion.json");
+    project["session_id"] = json!(env.session);
+    project["command_args"] = json!(format!("allow {id}"));
+    project["command_source"] = json!("projectSettings");
+    assert!(reason(&env.hook("prompt-expansion", &project)).contains("not loopgate's own"));
     assert!(wired(&user), "nothing kept");
     // Too late: more than ten minutes after it was undone.
     let pending = env

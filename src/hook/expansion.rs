@@ -13,13 +13,27 @@ use crate::store::events;
 
 /// The answer to the person's `/loopgate …`; silent for any other command.
 pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done {
-    // The plugin's copy of the command is also known by its namespaced name.
-    if !matches!(
-        payload.command_name.as_deref(),
-        Some("loopgate" | "loopgate:loopgate")
-    ) || payload.expansion_type.as_deref() != Some("slash_command")
-    {
+    if payload.expansion_type.as_deref() != Some("slash_command") {
         return Done::silent();
+    }
+    // Which `/loopgate` is loopgate's own: setup's in `~/.claude/commands/` (source
+    // `userSettings`), or the plugin's, known by its namespaced name (source `plugin`); both
+    // observed. A project's `.claude/commands/` is the agent's to write: a `/loopgate` from there
+    // keeps nothing, and the person is told why.
+    let plugin = std::env::var_os("CLAUDE_PLUGIN_ROOT").is_some();
+    let (ours, source) = match plugin {
+        true => ("loopgate:loopgate", "plugin"),
+        false => ("loopgate", "userSettings"),
+    };
+    if payload.command_name.as_deref() != Some(ours) {
+        return Done::silent();
+    }
+    if let Some(from) = payload.command_source.as_deref().filter(|s| *s != source) {
+        return block(format!(
+            "loopgate: this /{ours} is not loopgate's own command (it comes from {}, not \
+             {source}): nothing was kept. If a project defines /{ours}, remove that file",
+            clip(from, 64)
+        ));
     }
     let args = payload.command_args.as_deref().unwrap_or("");
     let Some(id) = sanction::allow_id(args) else {
@@ -57,7 +71,7 @@ pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done
         "enforced": true,
         "severity": "high",
         "reason": message,
-        "evidence": {"command": clip(args, 64), "command_name": payload.command_name.as_deref().map(|n| clip(n, 64))},
+        "evidence": {"command": clip(args, 64), "command_name": payload.command_name.as_deref().map(|n| clip(n, 64)), "command_source": payload.command_source.as_deref().map(|n| clip(n, 64))},
     });
     let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
     block(message)

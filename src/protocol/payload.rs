@@ -144,6 +144,10 @@ pub struct Payload {
     /// UserPromptExpansion: the command's name, without the slash (`loopgate`).
     #[serde(default)]
     pub command_name: Option<String>,
+    /// UserPromptExpansion: where the command is defined (`userSettings` for the one setup
+    /// writes in `~/.claude/commands/`; a project's own commands come from elsewhere).
+    #[serde(default)]
+    pub command_source: Option<String>,
     /// UserPromptExpansion: what followed the command's name (`allow 3f9a2c`).
     #[serde(default)]
     pub command_args: Option<String>,
