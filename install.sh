@@ -131,7 +131,12 @@ build() {
     # On x86_64 Linux: a static, non-PIE binary (`cargo build-static`, .cargo/config.toml), which
     # starts several times faster than a dynamic one; Claude Code starts one per hook event.
     local host sub=release
-    host=$("$cargo" -vV 2>/dev/null | sed -n 's/^host: //p')
+    # A cargo that cannot run (rustup with no default toolchain, a broken install) says why,
+    # instead of the silent exit `set -e` would give.
+    local about
+    about=$("$cargo" -vV 2>&1) ||
+        die "$cargo -vV failed: ${about:-no output} (with rustup: \`rustup default stable\`)"
+    host=$(printf '%s\n' "$about" | sed -n 's/^host: //p')
     if [ "$host" = x86_64-unknown-linux-gnu ]; then
         printf 'Building loopgate (cargo build-static: release, static, non-PIE)...\n'
         (cd "$repo" && "$cargo" build-static)
