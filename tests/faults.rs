@@ -1223,3 +1223,32 @@ fn a_crash_says_one_line_and_fails_open() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// A real stack overflow (`examples/crash_line.rs` recurses under loopgate's crash handler until
+/// the stack's guard page) leaves the same one line and the fail-open exit. cross.sh runs the
+/// Windows build of it under wine.
+#[test]
+fn a_real_stack_overflow_says_one_line_and_fails_open() {
+    let dir = Path::new(env!("CARGO_BIN_EXE_loopgate")).parent().unwrap();
+    let example = dir
+        .join("examples")
+        .join(format!("crash_line{}", std::env::consts::EXE_SUFFIX));
+    if !example.is_file() {
+        // `cargo test` builds the examples; `cargo test --test integration` alone does not.
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "--example", "crash_line"]);
+        if cfg!(feature = "portable") {
+            build.args(["--features", "portable"]);
+        }
+        assert!(build.status().unwrap().success());
+    }
+    let out = Command::new(&example).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        said.lines().collect::<Vec<_>>(),
+        ["loopgate: internal error: it crashed (a stack overflow or a bad memory access); the call proceeds unjudged"],
+        "{:?}",
+        out.status
+    );
+    assert_eq!(out.status.code(), Some(1), "the fail-open exit");
+}

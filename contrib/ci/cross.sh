@@ -74,6 +74,16 @@ wineboot -i >/dev/null 2>&1 || true
 x86_64-w64-mingw32-gcc -shared -O2 -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
     contrib/ci/wine-bcryptprimitives.c -ladvapi32
 HOOK_SESSION_PATH_CMD="winepath -w" tests/dist/hook-session.sh --reference "$reference" wine "$exe"
+# A real stack overflow under the crash handler: one line and the fail-open exit (1).
+cargo build --quiet --locked --target x86_64-pc-windows-gnu --example crash_line
+crash=$(bin x86_64-pc-windows-gnu examples/crash_line.exe)
+said=$(wine "$crash" 2>&1 >/dev/null) && code=0 || code=$?
+case $said in
+    *"loopgate: internal error: it crashed"*) [ "$code" = 1 ] ||
+        { echo "cross: the Windows crash line came with exit $code, not 1" >&2; exit 1; } ;;
+    *) echo "cross: the Windows crash said: $said (exit $code)" >&2; exit 1 ;;
+esac
+echo "crash-line: OK: a stack overflow under wine said its one line and exited 1"
 
 step "aarch64-apple-darwin: everything up to the final link"
 cargo zigbuild --quiet --locked --lib --target aarch64-apple-darwin

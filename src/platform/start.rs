@@ -103,7 +103,6 @@ pub fn loopgate_pair(entry: &[u8]) -> Option<(String, String)> {
 /// lets the call proceed. Without it a stack overflow or a bad memory access ended the process
 /// with no word at all (the C entry skips the part of Rust's start-up that prints one) or with
 /// Rust's two lines.
-#[cfg(unix)]
 const CRASH_LINE: &[u8] = b"loopgate: internal error: it crashed (a stack overflow or a bad \
 memory access); the call proceeds unjudged\n";
 
@@ -115,10 +114,20 @@ pub fn crash_exit_with(code: u8) {
     CRASH_EXIT.store(code, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Makes a crash (SIGSEGV, SIGBUS) say its one line and exit with the fail-open code, on this
-/// thread and any that calls [`report_crashes_on_this_thread`]. A no-op where there are no such
-/// signals (Windows).
+/// Makes a crash (SIGSEGV, SIGBUS; on Windows a stack overflow or an access violation) say its
+/// one line and exit with the fail-open code, on this thread and any that calls
+/// [`report_crashes_on_this_thread`].
 pub fn report_crashes() {
+    #[cfg(windows)]
+    // SAFETY: both calls only record a handler; the handlers call `GetStdHandle`, `WriteFile` and
+    // `ExitProcess`, which need no lock a crashed thread could hold.
+    unsafe {
+        use windows_sys::Win32::System::Diagnostics::Debug as debug;
+        // A stack overflow first (Rust's own handler would print its two lines and abort); an
+        // access violation only when nothing else handles it (some system code handles its own).
+        debug::AddVectoredExceptionHandler(1, Some(on_stack_overflow));
+        debug::SetUnhandledExceptionFilter(Some(on_unhandled));
+    }
     #[cfg(unix)]
     // SAFETY: a zeroed `sigaction` is a valid value (no flags, empty mask once `sigemptyset`
     // has run); the handler only calls async-signal-safe functions (`write`, `_exit`).
@@ -176,6 +185,47 @@ pub fn report_crashes_on_this_thread() {
         if stack != libc::MAP_FAILED {
             alternate_stack(stack);
         }
+    }
+}
+
+#[cfg(windows)]
+unsafe extern "system" fn on_stack_overflow(
+    info: *mut windows_sys::Win32::System::Diagnostics::Debug::EXCEPTION_POINTERS,
+) -> i32 {
+    use windows_sys::Win32::Foundation::EXCEPTION_STACK_OVERFLOW;
+    // SAFETY: Windows passes a valid record for the exception being dispatched.
+    let code = unsafe { (*(*info).ExceptionRecord).ExceptionCode };
+    if code == EXCEPTION_STACK_OVERFLOW {
+        crash_said_windows();
+    }
+    windows_sys::Win32::System::Diagnostics::Debug::EXCEPTION_CONTINUE_SEARCH
+}
+
+#[cfg(windows)]
+unsafe extern "system" fn on_unhandled(
+    _info: *const windows_sys::Win32::System::Diagnostics::Debug::EXCEPTION_POINTERS,
+) -> i32 {
+    crash_said_windows()
+}
+
+/// The crash line on stderr, then the fail-open exit.
+#[cfg(windows)]
+fn crash_said_windows() -> ! {
+    use windows_sys::Win32::System::Console::{GetStdHandle, STD_ERROR_HANDLE};
+    let mut written = 0u32;
+    // SAFETY: a handle from `GetStdHandle` (possibly invalid: `WriteFile` then fails) and a
+    // static buffer; `ExitProcess` does not return.
+    unsafe {
+        windows_sys::Win32::Storage::FileSystem::WriteFile(
+            GetStdHandle(STD_ERROR_HANDLE),
+            CRASH_LINE.as_ptr(),
+            CRASH_LINE.len() as u32,
+            &mut written,
+            std::ptr::null_mut(),
+        );
+        windows_sys::Win32::System::Threading::ExitProcess(
+            CRASH_EXIT.load(std::sync::atomic::Ordering::Relaxed).into(),
+        )
     }
 }
 
