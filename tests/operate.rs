@@ -298,7 +298,7 @@ fn a_project_config_symlinked_out_of_the_project_is_refused() {
 }
 
 /// A settings file with loopgate wired by `loopgate setup`, for `doctor`.
-fn installed(env: &Env) -> (PathBuf, PathBuf) {
+pub(crate) fn installed(env: &Env) -> (PathBuf, PathBuf) {
     let bin_dir = home(env).join("bin");
     std::fs::create_dir_all(&bin_dir).unwrap();
     let bin = bin_dir.join("loopgate");

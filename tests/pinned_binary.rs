@@ -11,29 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// An install: the debug binary copied into the HOME (a copy: the test overwrites it), wired
-/// with `setup --bin`.
+/// with `setup --bin` (`operate::installed`).
 fn installed() -> Option<(Env, PathBuf, PathBuf)> {
     if loopgate::platform::system_digest_checker().is_none() {
         eprintln!("no root-owned digest checker here: nothing is pinned (docs/security.md)");
         return None;
     }
     let env = Env::new();
-    let home = env.state.parent().unwrap().to_path_buf();
-    let bin = home.join("bin/loopgate");
-    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-    std::fs::copy(env!("CARGO_BIN_EXE_loopgate"), &bin).unwrap();
-    let user = home.join(".claude/settings.json");
-    let out = env.run(
-        &[
-            "setup",
-            "--settings",
-            user.to_str().unwrap(),
-            "--bin",
-            bin.to_str().unwrap(),
-        ],
-        b"",
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (bin, user) = crate::operate::installed(&env);
     Some((env, bin, user))
 }
 
@@ -50,23 +35,15 @@ fn session_start_command(user: &Path) -> String {
 
 /// Runs a settings command as Claude Code does: `/bin/sh -c`, the payload on stdin.
 fn run_as_cli(env: &Env, command: &str, payload: &Value) -> String {
-    let mut c = Command::new("/bin/sh");
-    c.arg("-c")
+    let out = assert_cmd::Command::new("/bin/sh")
+        .arg("-c")
         .arg(command)
         .env("HOME", env.state.parent().unwrap())
         .env("LOOPGATE_STATE_DIR", &env.state)
         .current_dir(&env.project)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
+        .write_stdin(payload.to_string())
+        .output()
         .unwrap();
-    let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "the CLI's call proceeds");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -777,8 +777,7 @@ fn pinned_binary(w: &Wiring) -> Vec<Check> {
             )
         });
     }
-    let session_start = |h: &&&Handler| h.event == "SessionStart";
-    if out.is_empty() && ours.iter().any(|h| session_start(&h)) {
+    if out.is_empty() && ours.iter().any(|h| h.event == "SessionStart") {
         let why = match crate::platform::system_digest_checker() {
             None => "this system has no digest checker only root can change (docs/security.md)",
             Some(_) => {

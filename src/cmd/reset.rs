@@ -48,9 +48,7 @@ pub fn run(
                     .into(),
             });
             state.updated_ms = now;
-            // The person's reset is loopgate's own write: the next call takes no one else's.
-            state.written.at_ms = crate::platform::clock::wall_ms();
-            store.save(&lock, &state)?;
+            store.save(&lock, &mut state)?;
             lines.push(reset_line(&state.session, now, &before));
             done += 1;
         }

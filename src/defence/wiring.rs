@@ -378,20 +378,17 @@ pub fn watch_paths(exe: Option<&Path>, config_files: &[PathBuf]) -> Vec<PathBuf>
         .collect()
 }
 
-/// SessionStart's answer asking Claude Code to watch `paths`; it reaches neither the model nor
-/// the screen (observed).
-pub fn watch_answer(paths: &[PathBuf]) -> Option<String> {
+/// SessionStart's answer asking Claude Code to watch `paths` (an empty object when there are
+/// none); it reaches neither the model nor the screen (observed).
+pub fn watch_answer(paths: &[PathBuf]) -> Value {
     if paths.is_empty() {
-        return None;
+        return Value::Object(Map::new());
     }
     let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-    Some(
-        serde_json::json!({"hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "watchPaths": paths,
-        }})
-        .to_string(),
-    )
+    serde_json::json!({"hookSpecificOutput": {
+        "hookEventName": "SessionStart",
+        "watchPaths": paths,
+    }})
 }
 
 /// What the person must hear about a watched file that changed, if anything. `what` is

@@ -20,19 +20,14 @@ const RESULT_MARKS: &[&str] = &[
     "\"tool.execution_complete\"",
 ];
 
-/// At a Claude Code session start that finds no state and no lock: told when the session was
-/// seen before (resumed after a deletion), else recorded as seen. Its transcript is not read: a
-/// resumed or forked session's transcript holds calls from before.
-pub(super) fn told_at_start(state_dir: &Path, stem: &str) -> Option<String> {
-    let told = deleted(state_dir, stem);
-    if told.is_none() {
-        crate::store::seen::record(state_dir, stem, crate::platform::clock::now_ms());
-    }
-    told
-}
-
-fn deleted(state_dir: &Path, stem: &str) -> Option<String> {
-    let at = crate::store::seen::first_seen(state_dir, stem)?;
+/// At a session's start with no state and no lock (Claude Code's SessionStart): told when the
+/// session was seen before (resumed after a deletion), else recorded as seen. Its transcript is
+/// not read: a resumed or forked session's transcript holds calls from before.
+pub(super) fn told_at_start(state_dir: &Path, stem: &str, now_ms: u64) -> Option<String> {
+    let Some(at) = crate::store::seen::first_seen(state_dir, stem) else {
+        crate::store::seen::record(state_dir, stem, now_ms);
+        return None;
+    };
     Some(format!(
         "this session's state and lock file were deleted since its last call (loopgate has \
          followed the session since {}): loop counts start again from zero. If that was not \
@@ -41,14 +36,12 @@ fn deleted(state_dir: &Path, stem: &str) -> Option<String> {
     ))
 }
 
-/// What the person must hear at the first call of a session the lock does not know, if anything.
-/// Records the session as seen when it is new.
+/// What the person must hear at the first call of a session the lock does not know, if anything:
+/// [`told_at_start`], and past a session start, what the transcript shows.
 pub(super) fn told(call: &Call, state_dir: &Path, stem: &str) -> Option<String> {
-    if let Some(told) = deleted(state_dir, stem) {
+    if let Some(told) = told_at_start(state_dir, stem, call.now_ms) {
         return Some(told);
     }
-    crate::store::seen::record(state_dir, stem, call.now_ms);
-    // A session start (a fork or resume included) begins loopgate's record of the session.
     if call.event == Event::SessionStart {
         return None;
     }

@@ -275,7 +275,6 @@ fn save(
 ) {
     let lock = session.lock().filter(|_| !session.unreadable);
     if let (Some(s), Some(l)) = (&session.store, lock) {
-        state.written.at_ms = crate::platform::clock::wall_ms();
         match s.save(l, state) {
             Ok(()) => match pending {
                 Some(j) => journaled::merged(s.dir(), l, j, &call.payload.session_id, notices),

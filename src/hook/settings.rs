@@ -66,17 +66,12 @@ fn session_start(
         told.extend(super::forgotten::told_at_start(
             store.dir(),
             &Store::stem(session_id),
+            crate::platform::clock::now_ms(),
         ));
         if store
             .save(
                 &lock,
-                &SessionState {
-                    written: crate::judge::state::Written {
-                        at_ms: crate::platform::clock::wall_ms(),
-                        skew_ms: None,
-                    },
-                    ..SessionState::new(session_id, crate::platform::clock::now_ms())
-                },
+                &mut SessionState::new(session_id, crate::platform::clock::now_ms()),
             )
             .is_err()
         {
@@ -105,9 +100,7 @@ fn session_start(
 /// SessionStart's answer: the paths to watch, and what the person must hear at launch (a
 /// `systemMessage` is shown then and never sent to the model, observed).
 fn start_answer(watch: &[std::path::PathBuf], told: &[String]) -> Option<String> {
-    let mut answer: serde_json::Value = crate::defence::wiring::watch_answer(watch)
-        .and_then(|a| serde_json::from_str(&a).ok())
-        .unwrap_or_else(|| serde_json::json!({}));
+    let mut answer = crate::defence::wiring::watch_answer(watch);
     if !told.is_empty() {
         let message = crate::judge::redact::mask(&format!("loopgate: {}", told.join("; ")));
         answer["systemMessage"] = message.into();
@@ -304,11 +297,16 @@ fn config_change(
 /// The command prefix of the hooks this binary runs from the settings, `None` when it runs as
 /// Claude Code's plugin: a plugin's hooks live in the plugin, there is no wiring to restore.
 pub(super) fn wiring_prefix(cli: &Cli) -> Result<Option<String>> {
-    if std::env::var_os("CLAUDE_PLUGIN_ROOT").is_some() {
+    if runs_as_plugin() {
         return Ok(None);
     }
     let exe = std::env::current_exe().context("cannot find loopgate's own binary")?;
     Ok(Some(crate::setup::command_prefix(&exe, cli.observe)?))
+}
+
+/// Whether Claude Code runs this binary from loopgate's plugin (its hooks set the plugin's root).
+pub(super) fn runs_as_plugin() -> bool {
+    std::env::var_os("CLAUDE_PLUGIN_ROOT").is_some()
 }
 
 /// A kept notice is shown after loopgate's own prefix.

@@ -76,16 +76,24 @@ fn status_line(command_prefix: &str) -> Value {
     let bin = command_prefix
         .strip_suffix(" --observe")
         .unwrap_or(command_prefix);
-    let command = pin_for(format!("{bin} statusline"), command_prefix, |_| {
-        pin::status_line_notice()
-    });
+    let command = pin_for(
+        format!("{bin} statusline"),
+        command_prefix,
+        |_| pin::status_line_notice(),
+        pin::DigestFrom::Binary,
+    );
     json!({"type": "command", "command": command})
 }
 
 /// `command` pinned to the binary `command_prefix` names ([`pin::pin`]).
-fn pin_for(command: String, command_prefix: &str, notice: impl FnOnce(&str) -> String) -> String {
+fn pin_for(
+    command: String,
+    command_prefix: &str,
+    notice: impl FnOnce(&str) -> String,
+    from: pin::DigestFrom,
+) -> String {
     match shell_words(command_prefix, 1).first() {
-        Some(program) => pin::pin(command, program, notice),
+        Some(program) => pin::pin(command, program, notice, from),
         None => command,
     }
 }
@@ -158,7 +166,13 @@ pub fn hook_block_as(command_prefix: &str, format: &Format) -> Value {
     for &(event, subcommand, tool_event) in format.hooks {
         block.insert(
             event.to_owned(),
-            Value::Array(vec![group(command_prefix, subcommand, tool_event, format)]),
+            Value::Array(vec![group(
+                command_prefix,
+                subcommand,
+                tool_event,
+                format,
+                pin::DigestFrom::Binary,
+            )]),
         );
     }
     Value::Object(block)
@@ -166,10 +180,16 @@ pub fn hook_block_as(command_prefix: &str, format: &Format) -> Value {
 
 /// One matcher group holding loopgate's handler for `subcommand` (in the flat shape, the
 /// handler itself).
-fn group(command_prefix: &str, subcommand: &str, tool_event: bool, format: &Format) -> Value {
+fn group(
+    command_prefix: &str,
+    subcommand: &str,
+    tool_event: bool,
+    format: &Format,
+    from: pin::DigestFrom,
+) -> Value {
     let mut command = format!("{command_prefix} {subcommand}");
     if format.pinned.contains(&subcommand) {
-        command = pin_for(command, command_prefix, pin::session_start_notice);
+        command = pin_for(command, command_prefix, pin::session_start_notice, from);
     }
     if format.flat {
         return json!({"type": "command", "bash": command, "timeoutSec": format.timeout});
@@ -200,7 +220,14 @@ pub fn handler_drift(settings: &Value, command_prefix: &str, format: &Format) ->
         let Some(Value::Array(groups)) = hooks.get(event) else {
             continue;
         };
-        let expected = group(command_prefix, subcommand, tool_event, format);
+        // Its shape only: a pinned command's digest is not compared, so the binary is not hashed.
+        let expected = group(
+            command_prefix,
+            subcommand,
+            tool_event,
+            format,
+            pin::DigestFrom::ShapeOnly,
+        );
         for g in groups {
             let (handlers, outer): (Vec<&Value>, Option<&Value>) = if format.flat {
                 (vec![g], None)
@@ -378,7 +405,13 @@ pub fn merge_as(settings: &mut Value, command_prefix: &str, format: &Format) -> 
     });
 
     for &(event, subcommand, tool_event) in format.hooks {
-        let ours = group(command_prefix, subcommand, tool_event, format);
+        let ours = group(
+            command_prefix,
+            subcommand,
+            tool_event,
+            format,
+            pin::DigestFrom::Binary,
+        );
         match hooks.get_mut(event) {
             None => {
                 hooks.insert(event.to_owned(), Value::Array(vec![ours]));

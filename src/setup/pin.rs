@@ -108,17 +108,36 @@ pub fn status_line_notice() -> String {
         .into()
 }
 
+/// Where [`pin`] takes the digest from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DigestFrom {
+    /// The binary, hashed: what setup writes.
+    Binary,
+    /// Nowhere: the command's shape is all that is wanted (ConfigChange compares everything but
+    /// the digest, see `setup::handler_drift`), so the binary is not read.
+    ShapeOnly,
+}
+
 /// `command` pinned to `program`, the binary it runs, when this system has a root-owned checker
 /// and `program` is an absolute path to a file; otherwise `command` unchanged.
-pub fn pin(command: String, program: &str, notice: impl FnOnce(&str) -> String) -> String {
-    if !pinnable(program) {
+pub fn pin(
+    command: String,
+    program: &str,
+    notice: impl FnOnce(&str) -> String,
+    from: DigestFrom,
+) -> String {
+    if !pinnable(program) || !Path::new(program).is_file() {
         return command;
     }
     let Some(checker) = crate::platform::system_digest_checker() else {
         return command;
     };
-    let Ok(digest) = digest_of(Path::new(program)) else {
-        return command;
+    let digest = match from {
+        DigestFrom::Binary => match digest_of(Path::new(program)) {
+            Ok(d) => d,
+            Err(_) => return command,
+        },
+        DigestFrom::ShapeOnly => "0".repeat(64),
     };
     wrap(&Pinned {
         digest: &digest,
@@ -129,8 +148,8 @@ pub fn pin(command: String, program: &str, notice: impl FnOnce(&str) -> String) 
     })
 }
 
-/// A file's SHA-256 in hex, computed once per process and file version (ConfigChange builds the
-/// expected handlers more than once).
+/// A file's SHA-256 in hex, computed once per process and file version (setup pins two commands
+/// to the same binary; ConfigChange may put several files right).
 pub fn digest_of(path: &Path) -> Result<String> {
     use sha2::Digest;
     type Key = (PathBuf, u64, Option<std::time::SystemTime>);

@@ -420,8 +420,11 @@ impl Store {
         }))
     }
 
-    /// Writes the state into the slot it was not read from, in place, without fsync.
-    pub fn save(&self, lock: &SessionLock, state: &SessionState) -> Result<()> {
+    /// Writes the state into the slot it was not read from, in place, without fsync, stamped
+    /// with the system clock: every write of loopgate's is its own, so a later change time is
+    /// someone else's (`hook::session::restored`).
+    pub fn save(&self, lock: &SessionLock, state: &mut SessionState) -> Result<()> {
+        state.written.at_ms = crate::platform::clock::wall_ms();
         let (slot, generation) = match lock.slot.get() {
             // No session saves 2^62 times: a generation this high was forged (or is garbage
             // that passed the checksum). Counting on from it would wrap, and the reader would
@@ -729,7 +732,7 @@ mod tests {
         assert!(q.is_none());
         let mut st = st.unwrap_or_else(|| SessionState::new("s", 0));
         st.totals.calls = calls;
-        store.save(&l, &st).unwrap();
+        store.save(&l, &mut st).unwrap();
     }
 
     fn calls(store: &Store) -> Option<u64> {
@@ -775,7 +778,7 @@ mod tests {
     fn round_trip_and_private_modes() {
         let (d, store) = store();
         let lock = lock(&store);
-        store.save(&lock, &SessionState::new("s", 5)).unwrap();
+        store.save(&lock, &mut SessionState::new("s", 5)).unwrap();
         let (state, _) = store.load(&lock).unwrap();
         assert_eq!(state.unwrap().started_ms, 5);
         use std::os::unix::fs::PermissionsExt;
@@ -893,7 +896,7 @@ mod tests {
         let (st, q) = store.load(&l).unwrap();
         assert!(st.is_none());
         assert!(q.expect("link moved aside").why.contains("symlink"));
-        store.save(&l, &SessionState::new("s", 1)).unwrap();
+        store.save(&l, &mut SessionState::new("s", 1)).unwrap();
         assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
         // A FIFO as the state file: refused without blocking.
         let fifo_dir = tempfile::tempdir().unwrap();

@@ -69,25 +69,19 @@ fn e2e_plugin_install_undoes_a_switch_off_and_its_own_slash_command_keeps_it() {
         finish("the person's allow was not taken by the plugin's /loopgate")
     );
     // Observed: the plugin's command is expanded under its namespaced name, from source `plugin`.
-    let name = events()
-        .iter()
+    let expanded = events()
+        .into_iter()
         .find(|e| e["event"] == "UserPromptExpansion")
-        .map(|e| e["evidence"]["command_name"].clone());
+        .map(|e| e["evidence"].clone())
+        .unwrap_or_default();
     assert_eq!(
-        name,
-        Some(serde_json::json!("loopgate:loopgate")),
+        (&expanded["command_name"], &expanded["command_source"]),
+        (
+            &serde_json::json!("loopgate:loopgate"),
+            &serde_json::json!("plugin")
+        ),
         "{}",
-        finish("the expansion's command_name")
-    );
-    let source = events()
-        .iter()
-        .find(|e| e["event"] == "UserPromptExpansion")
-        .map(|e| e["evidence"]["command_source"].clone());
-    assert_eq!(
-        source,
-        Some(serde_json::json!("plugin")),
-        "{}",
-        finish("the expansion's command_source")
+        finish("the expansion's command_name and command_source")
     );
     std::thread::sleep(Duration::from_secs(4));
     assert!(hooks_off(), "{}", finish("the kept change was undone"));
