@@ -21,6 +21,7 @@ mod protocol;
 mod readme;
 mod replay;
 mod robustness;
+mod running_commands;
 mod sanction;
 mod scenario_runner;
 mod secrets;

@@ -31,6 +31,8 @@ pub fn run(
         let lock = store.lock_stem(stem, lock_timeout)?;
         if let (Some(mut state), _) = store.load(&lock)? {
             state.reset_loops();
+            // The breaker's way out, as its refusals say: it starts closed, its history kept.
+            crate::judge::detectors::breaker::reset(&mut state.breaker, now);
             // `status` starts again from zero and says so; what came before stays in the event
             // log, where `report` adds it back.
             let before = std::mem::take(&mut state.totals);

@@ -232,13 +232,21 @@ pub fn on_permission(c: &mut Ceiling, turn: u32, session: &str) -> Option<Verdic
     )
 }
 
-/// At a new prompt: past the session bound, a prompt is refused (`Deny`, nothing is sent to the
-/// model) unless a person is known to attend; theirs goes ahead with them told (`Warn`).
-pub fn on_prompt(c: &Ceiling, attended: Option<bool>, session: &str) -> Option<Verdict> {
+/// At a new prompt: past the session bound, the prompt of a turn that tried and failed, sent
+/// again (`refeed`), is refused (`Deny`, nothing is sent to the model) unless a person is known
+/// to attend. New words, or a person's, go ahead with the person told (`Warn`).
+pub fn on_prompt(
+    c: &Ceiling,
+    attended: Option<bool>,
+    refeed: bool,
+    session: &str,
+) -> Option<Verdict> {
     if c.ended_turns < SESSION_BOUND {
         return None;
     }
-    let reason = if crate::protocol::verdict::refuses_prompt(attended) {
+    let refused = refeed && crate::protocol::verdict::refuses_prompt(attended);
+    let attended = if refused { attended } else { Some(true) };
+    let reason = if refused {
         format!(
             "loopgate: {} turns of this session ended at the loop ceiling ({TURN_BOUND} refused \
              calls each), so this prompt was not sent to the model: another turn would loop \
@@ -249,7 +257,7 @@ pub fn on_prompt(c: &Ceiling, attended: Option<bool>, session: &str) -> Option<V
     } else {
         format!(
             "loopgate: {} turns of this session already ended at the loop ceiling ({TURN_BOUND} \
-             refused calls each); this prompt goes ahead because you typed it. \
+             refused calls each); this prompt goes ahead because it is new or you typed it. \
              `loopgate status --session {session}` shows what was refused; \
              `loopgate reset --session {session}` clears the count.",
             c.ended_turns
@@ -432,25 +440,35 @@ mod tests {
     }
 
     #[test]
-    fn past_the_session_bound_prompts_are_refused_unless_a_person_is_known_to_attend() {
+    fn past_the_session_bound_only_a_refed_prompt_is_refused_unless_a_person_is_known_to_attend() {
         let c = Ceiling {
             ended_turns: SESSION_BOUND,
             ..Ceiling::default()
         };
         assert_eq!(
-            on_prompt(&c, Some(false), "s").unwrap().action,
+            on_prompt(&c, Some(false), true, "s").unwrap().action,
             Action::Deny
         );
-        assert_eq!(on_prompt(&c, Some(true), "s").unwrap().action, Action::Warn);
         assert_eq!(
-            on_prompt(&c, None, "s").unwrap().action,
+            on_prompt(&c, Some(true), true, "s").unwrap().action,
+            Action::Warn
+        );
+        assert_eq!(
+            on_prompt(&c, None, true, "s").unwrap().action,
             Action::Deny,
             "nobody is known to attend: refused, as the breaker does"
         );
+        for attended in [None, Some(false), Some(true)] {
+            assert_eq!(
+                on_prompt(&c, attended, false, "s").unwrap().action,
+                Action::Warn,
+                "new words always go ahead, told"
+            );
+        }
         let below = Ceiling {
             ended_turns: SESSION_BOUND - 1,
             ..Ceiling::default()
         };
-        assert!(on_prompt(&below, Some(false), "s").is_none());
+        assert!(on_prompt(&below, Some(false), true, "s").is_none());
     }
 }

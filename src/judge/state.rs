@@ -43,6 +43,11 @@ pub struct SessionState {
     /// When loopgate last wrote this state. Keep it the last field: states of formats before 7
     /// end before it, and decode with its default (`codec`).
     pub written: Written,
+    /// Prompts (digests) of the turns the circuit breaker counted as trying and failing, newest
+    /// last: only one of these sent again is an outer loop re-feeding it, the one kind of prompt
+    /// an open breaker may refuse. Keep it the last field: states of formats before 8 end before
+    /// it, and decode with its default (`codec`).
+    pub failed_prompts: VecDeque<Digest16>,
     /// Subagents whose record was dropped by this call while it held failing calls (a loop it may
     /// be in): never saved, told to the person by the hook.
     #[serde(skip)]
@@ -374,6 +379,7 @@ impl SessionState {
         // The person's reset is the one thing that lowers the ceiling.
         self.ceiling = Ceiling::default();
         self.heed = Heed::default();
+        self.failed_prompts.clear();
         self.world.new_prompt();
         let turn = std::mem::take(&mut self.turn);
         self.turn = Turn {

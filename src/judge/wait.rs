@@ -20,7 +20,7 @@ pub fn waits_by_nature(tool: &str, input: &Value) -> bool {
             .get("chars")
             .and_then(Value::as_str)
             .is_none_or(str::is_empty),
-        "BashOutput" | "read_bash" | "wait_agent" | "await_agent" => true,
+        "BashOutput" | "read_bash" | "read_powershell" | "wait_agent" | "await_agent" => true,
         "Bash" | "PowerShell" => {
             let cmd = input.get("command").and_then(Value::as_str).unwrap_or("");
             shell_waits(cmd)
@@ -43,7 +43,11 @@ pub fn declared_s(tool: &str, input: &Value) -> f64 {
             num("timeout").unwrap_or(TASK_OUTPUT_DEFAULT_MS) / 1000.0
         }
         "write_stdin" => num("yield_time_ms").unwrap_or(0.0) / 1000.0,
-        "read_bash" | "write_bash" => num("delay").unwrap_or(0.0),
+        // Copilot CLI's detached shells: `read_bash` on Linux and macOS, `read_powershell` on
+        // Windows, and their `write_*` twins, each with the seconds it waits.
+        "read_bash" | "write_bash" | "read_powershell" | "write_powershell" => {
+            num("delay").unwrap_or(0.0)
+        }
         "wait_agent" | "await_agent" => {
             num("timeout_ms").map_or(0.0, |ms| ms / 1000.0) + num("timeout_seconds").unwrap_or(0.0)
         }

@@ -12,15 +12,19 @@
 //! `crc32 u32` over the first 20 header bytes and the body.
 
 use crate::judge::state::{Ceiling, Heed, PermissionGate, SessionState, Written};
+use crate::util::canon::Digest16;
 
 pub const MAGIC: [u8; 4] = *b"LGST";
 /// Bumped whenever the body's layout changes incompatibly; files of a format this binary does
-/// not read are quarantined. 7 adds when loopgate wrote the state ([`Written`]) as its last
+/// not read are quarantined. 8 adds the prompts of the turns the circuit breaker counted
+/// (`failed_prompts`) as the last field; 7 adds when loopgate wrote the state ([`Written`]) as its last
 /// field; 6 adds the configuration baseline as [`Heed`]'s last field; 5 adds the session's [`Heed`] as the state's last field; 4 adds the ceiling's [`PermissionGate`] as its last field; 3 adds
 /// the session's [`Ceiling`] as the state's last field; 2 writes the ledger's entries as one block
 /// ([`crate::judge::ledger::block`]); 1, the same state with entries field by field. 1 to 4 are
 /// still read, what they lack taken as its default.
-pub const FORMAT: u16 = 7;
+pub const FORMAT: u16 = 8;
+/// The first format with the time of writing, without the breaker's prompts, still read.
+const FORMAT_NO_FAILED_PROMPTS: u16 = 7;
 /// The first format with the configuration baseline, without [`Written`], still read.
 const FORMAT_NO_WRITTEN: u16 = 6;
 /// The first format with the session's [`Heed`], without its config baseline, still read.
@@ -93,6 +97,7 @@ pub fn peek_header(bytes: &[u8]) -> Result<(u64, usize), Bad> {
     if !matches!(
         format,
         FORMAT
+            | FORMAT_NO_FAILED_PROMPTS
             | FORMAT_NO_WRITTEN
             | FORMAT_NO_CONFIG
             | FORMAT_NO_HEED
@@ -127,7 +132,10 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
     } else {
         // What each older format lacks is last, so an older body followed by its default's
         // encoding is the same state with that part empty.
-        let tail = if format == FORMAT_NO_WRITTEN {
+        let no_prompts = || postcard::to_extend(&Vec::<Digest16>::new(), Vec::new());
+        let tail = if format == FORMAT_NO_FAILED_PROMPTS {
+            no_prompts()
+        } else if format == FORMAT_NO_WRITTEN {
             Ok(Vec::new())
         } else if format == FORMAT_NO_CONFIG {
             postcard::to_extend(&Vec::<u8>::new(), Vec::new())
@@ -141,7 +149,14 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
             }
             .and_then(|t| postcard::to_extend(&Heed::default(), t))
         }
-        .and_then(|t| postcard::to_extend(&Written::default(), t))
+        .and_then(|t| {
+            if format == FORMAT_NO_FAILED_PROMPTS {
+                Ok(t)
+            } else {
+                postcard::to_extend(&Written::default(), t)
+                    .and_then(|t| postcard::to_extend(&Vec::<Digest16>::new(), t))
+            }
+        })
         .map_err(|e| Bad::Body(e.to_string()))?;
         let mut whole = body.to_vec();
         whole.extend(tail);
@@ -304,7 +319,8 @@ mod tests {
     /// [`Written`] (which every older format lacks).
     fn older(s: &SessionState, format: u16, tail: usize) -> Vec<u8> {
         assert_eq!(s.written, Written::default(), "no older format has it");
-        let written = postcard::to_allocvec(&Written::default()).unwrap().len();
+        assert!(s.failed_prompts.is_empty(), "no older format has them");
+        let written = postcard::to_allocvec(&Written::default()).unwrap().len() + 1;
         let mut old = encode_as(s, 9, format).unwrap();
         old.truncate(old.len() - tail - written);
         let len = (old.len() - HEADER) as u32;
@@ -318,6 +334,7 @@ mod tests {
     #[test]
     fn a_format_two_state_without_the_ceiling_is_still_read() {
         let mut s = full_state();
+        s.failed_prompts.clear();
         s.ceiling = Ceiling::default();
         s.heed = Heed::default();
         let tail = postcard::to_allocvec(&Ceiling::default()).unwrap().len() + heed_len();
@@ -341,6 +358,7 @@ mod tests {
     #[test]
     fn a_format_three_state_keeps_its_ceiling_without_the_permission_gate() {
         let mut s = full_state();
+        s.failed_prompts.clear();
         s.ceiling.permission = PermissionGate::default();
         s.heed = Heed::default();
         assert_eq!(s.ceiling.ended_turns, 1);
@@ -367,6 +385,7 @@ mod tests {
     #[test]
     fn a_format_four_state_is_read_with_nothing_standing() {
         let mut s = full_state();
+        s.failed_prompts.clear();
         s.heed = Heed::default();
         let old = older(&s, FORMAT_NO_HEED, heed_len());
         let (_, back) = decode(&old).unwrap();
@@ -381,7 +400,9 @@ mod tests {
     /// time of writing: the next call judges nothing from it and notes one.
     #[test]
     fn a_format_six_state_is_read_without_a_time_of_writing() {
-        let s = full_state();
+        let mut s = full_state();
+        s.failed_prompts.clear();
+        s.failed_prompts.clear();
         let old = older(&s, FORMAT_NO_WRITTEN, 0);
         let (_, back) = decode(&old).unwrap();
         assert!(
@@ -398,11 +419,39 @@ mod tests {
         assert_eq!(back.written, now.written);
     }
 
+    /// A format-7 state (written before the breaker kept its turns' prompts) is read whole; its
+    /// breaker knows no prompt to refuse, so every prompt goes ahead until a turn is counted.
+    #[test]
+    fn a_format_seven_state_is_read_without_the_breakers_prompts() {
+        let mut s = full_state();
+        s.failed_prompts.clear();
+        s.written = Written {
+            at_ms: 1_700_000_000_000,
+            skew_ms: Some(-3),
+        };
+        let mut old = encode_as(&s, 9, FORMAT_NO_FAILED_PROMPTS).unwrap();
+        old.truncate(old.len() - 1);
+        let len = (old.len() - HEADER) as u32;
+        old[16..20].copy_from_slice(&len.to_le_bytes());
+        let crc = checksum(&old[..20], &old[HEADER..]);
+        old[20..24].copy_from_slice(&crc.to_le_bytes());
+        let (_, back) = decode(&old).unwrap();
+        assert!(
+            same(&s, &back),
+            "a format-7 state decodes to the same state"
+        );
+        let mut now = s.clone();
+        now.failed_prompts.push_back(Digest16::of(b"make it pass"));
+        let (_, back) = decode(&encode(&now, 1).unwrap()).unwrap();
+        assert_eq!(back.failed_prompts, now.failed_prompts);
+    }
+
     /// A format-5 state (written before the configuration baseline) keeps what it heeded and
     /// has no baseline: the next call takes the configuration in effect as it.
     #[test]
     fn a_format_five_state_is_read_without_a_config_baseline() {
         let mut s = full_state();
+        s.failed_prompts.clear();
         s.heed.turn = 3;
         s.heed.config = Vec::new();
         let old = older(&s, FORMAT_NO_CONFIG, 1);

@@ -1,16 +1,26 @@
-//! Ralph's circuit breaker across turns (seed 003). A turn that ended without progress — the Stop
-//! gate's judgement, or a turn that needed a denial or an escalation and changed nothing — moves
-//! the breaker CLOSED → HALF_OPEN after 2 such turns in a row and → OPEN after 3. OPEN denies
-//! every tool call until `loopgate reset` or the cooldown, after which it is HALF_OPEN; a turn with
-//! progress in HALF_OPEN closes it. Transitions are kept for `status`.
+//! Ralph's circuit breaker across turns (seed 003). A turn that tried and failed and changed
+//! nothing — the Stop gate's judgement, a failed edit, or a refusal walked into — moves the
+//! breaker CLOSED → HALF_OPEN after 2 such turns in a row and → OPEN after 3. A turn that only
+//! answered, read, checked or talked never counts. OPEN denies every tool call until
+//! `loopgate reset` or the cooldown, after which it is HALF_OPEN; a turn with progress in
+//! HALF_OPEN closes it. Transitions are kept for `status`.
+//!
+//! The breaker exists for outer loops that re-feed the same prompt unattended. At a prompt it
+//! refuses only such a re-feed (the prompt of a turn it counted, sent again where no person is
+//! known to attend); any other prompt is new words from a person and always reaches the model,
+//! with the person told where the session stands.
 
 use crate::config::BreakerCfg;
 use crate::judge::state::{Breaker, BreakerState, Transition};
 use crate::platform::clock::time_of_day;
 use crate::protocol::verdict::{Action, Severity, Verdict};
+use crate::util::canon::Digest16;
+use std::collections::VecDeque;
 
 pub const NAME: &str = "breaker";
 const MAX_HISTORY: usize = 20;
+/// Prompts of counted turns kept: more than the turns that open the circuit.
+const MAX_PROMPTS: usize = 8;
 
 fn name(s: BreakerState) -> &'static str {
     match s {
@@ -39,8 +49,24 @@ fn move_to(b: &mut Breaker, to: BreakerState, now_ms: u64, reason: String) {
     b.state = to;
 }
 
-/// Folds a finished turn into the breaker. `no_progress` is `Some(n)` for a turn without
-/// progress that was the n-th identical one: it counts as at least n turns in a row.
+/// The person's `loopgate reset`: the circuit starts closed, its history kept.
+pub fn reset(b: &mut Breaker, now_ms: u64) {
+    move_to(b, BreakerState::Closed, now_ms, "loopgate reset".into());
+    b.no_progress_turns = 0;
+}
+
+/// Remembers the prompt of a turn that tried and failed (progress or not): only such a prompt,
+/// sent again, may be refused.
+pub fn remember_failed_prompt(prompts: &mut VecDeque<Digest16>, prompt: Digest16) {
+    prompts.retain(|p| *p != prompt);
+    if prompts.len() >= MAX_PROMPTS {
+        prompts.pop_front();
+    }
+    prompts.push_back(prompt);
+}
+
+/// Folds a finished turn into the breaker. `no_progress` is `Some(n)` for a turn that tried and
+/// failed without progress and was the n-th identical one: it counts as at least n turns in a row.
 pub fn end_turn(
     b: &mut Breaker,
     progress: bool,
@@ -119,18 +145,28 @@ pub fn check(b: &mut Breaker, session: &str, now_ms: u64, cfg: &BreakerCfg) -> O
     )
 }
 
-/// A prompt the person typed while the circuit is OPEN goes ahead: they are told where the session
-/// stands, and this one turn may try (HALF_OPEN; the same turn again opens the circuit at once).
-pub fn person_prompted(b: &mut Breaker, session: &str, now_ms: u64) -> Verdict {
+/// A prompt that goes ahead while the circuit is OPEN: the person is told where the session
+/// stands, and this one turn may try (HALF_OPEN; a counted turn again opens the circuit at once).
+/// `new` says why it goes ahead: new words, or a re-feed a person known to attend typed.
+pub fn person_prompted(b: &mut Breaker, session: &str, now_ms: u64, new: bool) -> Verdict {
     move_to(
         b,
         BreakerState::HalfOpen,
         now_ms,
-        "the person sent a prompt: one more try".into(),
+        if new {
+            "a new prompt: one more try".into()
+        } else {
+            "the person sent the prompt again: one more try".into()
+        },
     );
+    let why = if new {
+        "this new prompt goes ahead"
+    } else {
+        "this prompt goes ahead because you typed it"
+    };
     let reason = format!(
-        "loopgate: the last {} turns of this session made no progress; this prompt goes ahead because you typed it, and tool calls \
-         may run for this turn. `loopgate status --session {session}` shows what repeated; \
+        "loopgate: the last {} turns of this session tried and failed without changing anything; {why}, \
+         and tool calls may run for this turn. `loopgate status --session {session}` shows what repeated; \
          `loopgate reset --session {session}` clears the count.",
         b.no_progress_turns
     );
@@ -140,28 +176,57 @@ pub fn person_prompted(b: &mut Breaker, session: &str, now_ms: u64) -> Verdict {
         .with("no_progress_turns", b.no_progress_turns)
 }
 
-/// At a prompt, the main agent's: an OPEN breaker refuses it where no person is known to be
-/// there to decide (an outer loop's next iteration then costs nothing); a prompt the person
-/// typed goes ahead, and they are told.
+/// At a prompt, the main agent's, while the circuit is OPEN: the prompt of a turn that tried
+/// and failed, sent again where no person is known to attend, is an outer loop's next iteration
+/// and is refused (it costs nothing then); every other prompt goes ahead, and the person is told.
 pub fn at_prompt(p: &super::Prompt, g: &mut super::Gates) -> Option<Verdict> {
     if !p.main {
         return None;
     }
     let mut v = check(g.breaker, p.session, p.now_ms, &p.config.breaker)?;
-    if crate::protocol::verdict::refuses_prompt(p.attended) {
+    let new = !p.refeed;
+    if !new && crate::protocol::verdict::refuses_prompt(p.attended) {
         v.reason = v.reason.replacen(
             "so tool calls are paused. Tell the user what you tried and what blocks you.",
-            "so this prompt was not sent to the model (it would have cost a turn and changed nothing).",
+            "and this prompt is the one those turns were given, sent again, so it was not sent to \
+             the model (it would have cost a turn and changed nothing). A different prompt goes ahead.",
             1,
         );
-        return Some(v);
+        return Some(v.with("refeed", true));
     }
-    Some(person_prompted(g.breaker, p.session, p.now_ms))
+    Some(person_prompted(g.breaker, p.session, p.now_ms, new))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_persons_reset_closes_an_open_circuit_and_keeps_its_history() {
+        let cfg = BreakerCfg::default();
+        let mut b = Breaker::default();
+        for t in 0..3 {
+            end_turn(&mut b, false, Some(1), t, &cfg);
+        }
+        assert_eq!(b.state, BreakerState::Open);
+        reset(&mut b, 10);
+        assert_eq!(b.state, BreakerState::Closed);
+        assert_eq!(b.no_progress_turns, 0);
+        assert!(check(&mut b, "s", 11, &cfg).is_none());
+        assert_eq!(b.history.back().unwrap().reason, "loopgate reset");
+    }
+
+    #[test]
+    fn failed_prompts_are_bounded_and_the_latest_kept() {
+        let mut p = VecDeque::new();
+        for i in 0..20u8 {
+            remember_failed_prompt(&mut p, Digest16::of(&[i]));
+        }
+        remember_failed_prompt(&mut p, Digest16::of(&[12]));
+        assert_eq!(p.len(), MAX_PROMPTS);
+        assert_eq!(p.back(), Some(&Digest16::of(&[12])));
+        assert!(!p.contains(&Digest16::of(&[0])));
+    }
 
     #[test]
     fn closed_half_open_open_and_back() {
@@ -202,7 +267,7 @@ mod tests {
         end_turn(&mut b, false, Some(3), 2, &cfg);
         assert_eq!(b.state, BreakerState::Open);
         assert_eq!(b.no_progress_turns, 3);
-        let v = person_prompted(&mut b, "s", 3);
+        let v = person_prompted(&mut b, "s", 3, true);
         assert_eq!(
             v.action,
             Action::Warn,

@@ -114,6 +114,9 @@ pub struct Prompt<'a> {
     pub config: &'a Config,
     /// `CLAUDE_CODE_SESSION_ATTENDED`, when the CLI said.
     pub attended: Option<bool>,
+    /// The prompt is one an earlier turn that tried and failed was given: an outer loop may be
+    /// re-feeding it. Every other prompt is new words, never refused.
+    pub refeed: bool,
 }
 
 /// A model turn's calls, all listed at once (PostToolBatch).

@@ -19,16 +19,25 @@ use serde_json::Value;
 /// On a CLI that reports nothing for a call that failed before it ran (Codex), the same call made
 /// again while the earlier one is still unanswered means the earlier one failed: it is recorded
 /// as a failure, so a retried patch that never applies counts like any other repeated failure.
+/// A shell command is different: Codex answers nothing either for one still running when its
+/// call returned (`Process running with session ID N`, then polled with `write_stdin`), and a
+/// command still running has not failed. It has no outcome the hook can see: it is let go.
 pub(super) fn close_silent_failure(state: &mut SessionState, p: &Payload, ctx: &Ctx) {
     let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
     let key = call_key(p.tool(), input);
-    let unanswered = state.agents.get(p.agent()).is_some_and(|a| {
-        a.ledger
-            .pending
-            .iter()
-            .any(|pd| pd.key == key && !pd.denied)
-    });
-    if !unanswered {
+    let Some(agent) = state.agents.get_mut(p.agent()) else {
+        return;
+    };
+    let Some(at) = agent
+        .ledger
+        .pending
+        .iter()
+        .position(|pd| pd.key == key && !pd.denied)
+    else {
+        return;
+    };
+    if ToolClass::of(p.tool()) == ToolClass::Shell {
+        agent.ledger.pending.remove(at);
         return;
     }
     let done = Finished {

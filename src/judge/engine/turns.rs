@@ -40,12 +40,15 @@ pub(super) fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> V
     if main {
         end_turn(state, baseline.as_deref(), ctx);
     }
+    let digest = prompt_digest(p);
+    let refeed = digest.is_some_and(|d| state.failed_prompts.contains(&d));
     let prompt = Prompt {
         session: &state.session,
         main,
         now_ms: ctx.now_ms,
         config: ctx.config,
         attended: ctx.attended,
+        refeed,
     };
     let mut gates = Gates {
         breaker: &mut state.breaker,
@@ -59,12 +62,13 @@ pub(super) fn user_prompt(state: &mut SessionState, p: &Payload, ctx: &Ctx) -> V
     if let Some(v) = judged.iter().find(|v| v.action >= Action::Deny) {
         return vec![v.clone()];
     }
-    // Past the session's ceiling a prompt is refused; a person known to attend is told instead.
-    let told = ceiling::on_prompt(&state.ceiling, ctx.attended, &state.session);
+    // Past the session's ceiling a re-fed prompt is refused; new words or a person known to
+    // attend are told instead.
+    let told = ceiling::on_prompt(&state.ceiling, ctx.attended, refeed, &state.session);
     if let Some(v) = told.as_ref().filter(|v| v.action >= Action::Deny) {
         return vec![v.clone()];
     }
-    begin_turn(state, p.prompt_id.clone(), prompt_digest(p), baseline, ctx);
+    begin_turn(state, p.prompt_id.clone(), digest, baseline, ctx);
     told.into_iter().chain(judged).collect()
 }
 
@@ -168,9 +172,10 @@ pub fn turn_signature(state: &SessionState) -> Digest16 {
 }
 
 /// Judges the turn that just ended for the circuit breaker: progress when it produced a state of
-/// the work never seen before (or the worktree moved since its baseline); no progress when the
-/// Stop gate said so, when it needed a denial or an escalation, or when it repeated an earlier
-/// turn exactly — even a turn that only ran the tests and reported, if it is the same again.
+/// the work never seen before (or the worktree moved since its baseline); no progress only on the
+/// evidence that arms the Stop gate — the gate said so, an edit failed, or the agent walked into
+/// a refusal or an escalation — never for a turn that answered, read, checked or talked. A turn
+/// that repeats an earlier one exactly counts as each copy of it.
 pub(super) fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, ctx: &Ctx) {
     let t = &state.turn;
     if t.number == 0 || t.ended {
@@ -197,8 +202,19 @@ pub(super) fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, 
         .filter(|s| s.signature == signature)
         .count() as u32;
     let t = &state.turn;
-    let no_progress =
-        !progress && (t.progress == Some(false) || t.hard_interventions > 0 || identical > 1);
+    // The same prompt given again and the same failing calls answered the same way, with no new
+    // state: an outer loop going round. A turn of answers, reads or passing checks never is.
+    let repeated_failure = identical > 1 && t.prompt.is_some() && turn_failed(state);
+    let tried_and_failed = t.progress == Some(false)
+        || t.edit_failures > 0
+        || t.interventions > 0
+        || t.hard_interventions > 0
+        || repeated_failure;
+    let no_progress = !progress && tried_and_failed;
+    if let (true, Some(prompt)) = (tried_and_failed, t.prompt) {
+        breaker::remember_failed_prompt(&mut state.failed_prompts, prompt);
+    }
+    let t = &state.turn;
     if t.interventions + t.hard_interventions > 0 {
         state.totals.turns_with_interventions += 1;
         if progress {
@@ -220,6 +236,17 @@ pub(super) fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, 
         ctx.now_ms,
         &ctx.config.breaker,
     );
+}
+
+/// Whether a call of the main agent failed in the current turn.
+fn turn_failed(state: &SessionState) -> bool {
+    let turn = state.turn.number;
+    state.agents.get(MAIN_AGENT).is_some_and(|a| {
+        a.ledger
+            .entries
+            .iter()
+            .any(|e| e.turn == turn && e.status.failed())
+    })
 }
 
 /// Whether the turn so far made progress: the Stop gate said so, or it ended in a state of the
