@@ -350,3 +350,45 @@ fn a_plugin_install_is_judged_by_its_switches_and_its_files() {
         later.stdout
     );
 }
+
+/// Issue 37, the hook's own environment: a project `env` entry reaches every later hook process
+/// (observed). One that reaches the dynamic loader or what loopgate takes itself for is a wiring
+/// change, undone and told; the person's ordinary variables, `PATH` among them, are left alone.
+#[test]
+fn an_env_entry_that_reaches_the_loader_or_loopgates_detection_is_undone_and_told() {
+    let env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    let user = home.join(".claude/settings.json");
+    let setup = env.run(&["setup", "--settings", user.to_str().unwrap()], b"");
+    assert_eq!(setup.code, 0, "{}", setup.stderr);
+    let local = env.project.join(".claude/settings.local.json");
+    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+
+    let ordinary = json!({"env": {"PATH": "/opt/node/bin:/usr/bin:/bin", "NODE_OPTIONS": "--max-old-space-size=4096"}});
+    std::fs::write(&local, ordinary.to_string()).unwrap();
+    assert!(change(&env, &local, "local_settings").is_silent_allow());
+    assert_eq!(
+        read(&local),
+        ordinary,
+        "ordinary variables are left as they are"
+    );
+
+    for (key, value) in [
+        ("CLAUDE_PLUGIN_ROOT", "/tmp/not-a-plugin"),
+        ("LD_PRELOAD", "/tmp/quiet.so"),
+        ("DYLD_INSERT_LIBRARIES", "/tmp/quiet.dylib"),
+        ("CLAUDE_CONFIG_DIR", "/tmp/hookless"),
+    ] {
+        let mut v = ordinary.clone();
+        v["env"][key] = json!(value);
+        std::fs::write(&local, v.to_string()).unwrap();
+        let out = change(&env, &local, "local_settings");
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let answer = out.json();
+        assert_eq!(answer["decision"], "block", "{key}: {answer}");
+        assert!(answer["reason"].as_str().unwrap().contains(key), "{answer}");
+        let now = read(&local);
+        assert!(now["env"].get(key).is_none(), "{key} left in place: {now}");
+        assert_eq!(now["env"]["PATH"], ordinary["env"]["PATH"], "{now}");
+    }
+}

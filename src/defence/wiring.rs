@@ -71,6 +71,20 @@ pub fn effects(settings: &Value, command_prefix: Option<&str>) -> Vec<String> {
     found
 }
 
+/// Whether a variable a settings file's `env` sets reaches what loopgate is or decides: its own
+/// settings and state dir (`LOOPGATE_*`, `HOME`, `XDG_*`), what it takes itself for
+/// (`CLAUDE_PLUGIN_ROOT`, `CLAUDE_CONFIG_DIR`), which libraries load into it (the dynamic
+/// loader's `LD_*` and `DYLD_*`). Every later hook process inherits it (observed). `PATH` is
+/// not among them: setup wires the binary and its checker by absolute path, and people keep
+/// their own `PATH` in these files.
+pub(crate) fn reaches_loopgate(key: &str) -> bool {
+    const PREFIXES: &[&str] = &["LOOPGATE_", "XDG_", "LD_", "DYLD_"];
+    const NAMES: &[&str] = &["HOME", "CLAUDE_PLUGIN_ROOT", "CLAUDE_CONFIG_DIR"];
+    // Windows reads the environment without regard to case.
+    let k = key.to_ascii_uppercase();
+    PREFIXES.iter().any(|p| k.starts_with(p)) || NAMES.contains(&k.as_str())
+}
+
 /// Keys of the settings' (or a handler's) `env` that change where loopgate looks or what it does.
 pub(crate) fn env_overrides(settings: &Value) -> Vec<String> {
     settings
@@ -78,7 +92,7 @@ pub(crate) fn env_overrides(settings: &Value) -> Vec<String> {
         .and_then(Value::as_object)
         .into_iter()
         .flat_map(Map::keys)
-        .filter(|k| k.starts_with("LOOPGATE_") || *k == "HOME" || k.starts_with("XDG_"))
+        .filter(|k| reaches_loopgate(k))
         .cloned()
         .collect()
 }
@@ -310,9 +324,7 @@ pub fn check_change(
                     }
                 }
                 if let Some(env) = root.get_mut("env").and_then(Value::as_object_mut) {
-                    env.retain(|k, _| {
-                        !(k.starts_with("LOOPGATE_") || k == "HOME" || k.starts_with("XDG_"))
-                    });
+                    env.retain(|k, _| !reaches_loopgate(k));
                 }
             }
         }
@@ -478,6 +490,32 @@ pub fn take_pending(state_file: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn env_that_reaches_the_loader_or_loopgates_detection_is_a_wiring_change() {
+        for key in [
+            "LOOPGATE_MODE",
+            "LD_PRELOAD",
+            "LD_LIBRARY_PATH",
+            "DYLD_INSERT_LIBRARIES",
+            "CLAUDE_PLUGIN_ROOT",
+            "CLAUDE_CONFIG_DIR",
+            "HOME",
+            "XDG_STATE_HOME",
+            "ld_preload",
+        ] {
+            assert!(reaches_loopgate(key), "{key}");
+        }
+        for key in [
+            "PATH",
+            "NODE_OPTIONS",
+            "RUST_LOG",
+            "ANTHROPIC_MODEL",
+            "MY_LD_FLAG",
+        ] {
+            assert!(!reaches_loopgate(key), "{key}");
+        }
+    }
 
     #[test]
     fn a_watched_file_is_reported_by_what_it_is_and_what_happened() {
