@@ -125,3 +125,46 @@ fn a_notice_stays_on_the_line_and_in_status() {
         status.stdout
     );
 }
+
+/// Issue 38: observe mode (`./install.sh --observe`, the README's safe first step) refuses
+/// nothing, so neither the status line nor `status` may claim a refusal, a ceiling count or a
+/// refusal walked into; they say what would have been refused.
+#[test]
+fn observe_mode_never_claims_a_refusal() {
+    let mut env = Env::new();
+    env.vars.push(("LOOPGATE_MODE".into(), "observe".into()));
+    let error = "Exit code 1\ncat: config.yml: No such file or directory";
+    for _ in 0..6 {
+        let out = env.bash("cat config.yml", Err(error));
+        assert!(!out.denied(), "observe mode denied a call: {}", out.stdout);
+    }
+    let observed = line(&env);
+    assert!(observed.starts_with("loopgate ✓ 6 calls"), "{observed}");
+    assert!(
+        observed.contains("would be refused (observe mode)"),
+        "{observed}"
+    );
+    assert!(
+        !observed.contains(" refused ·") && !observed.ends_with(" refused"),
+        "{observed}"
+    );
+    assert!(!observed.contains("ceiling"), "{observed}");
+    let facts = env.run(&["statusline", "--json"], &input(&env)).json();
+    assert_eq!(facts["refused"], 0, "{facts}");
+    assert_eq!(facts["walked_into"], 0, "{facts}");
+    assert!(facts["would_refuse"].as_u64().unwrap() >= 1, "{facts}");
+
+    let status = env.run(&["status", "--session", &env.session.clone()], b"");
+    assert_eq!(status.code, 0, "{}", status.stderr);
+    assert!(
+        status.stdout.contains("observe mode: nothing was denied"),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        status.stdout.contains("ceiling: 0 of 10"),
+        "{}",
+        status.stdout
+    );
+    assert!(!status.stdout.contains("walked into"), "{}", status.stdout);
+}

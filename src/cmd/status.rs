@@ -179,12 +179,7 @@ fn print_session(s: &SessionState) {
         );
     }
     // Observe mode counts what it would have done; say so instead of calling them denials.
-    let mut decisions = s
-        .recent
-        .iter()
-        .filter(|n| n.event != "reset" && n.action != "told")
-        .peekable();
-    let observed = decisions.peek().is_some() && decisions.all(|n| !n.enforced);
+    let observed = s.observed();
     let (denials, blocks) = if observed {
         ("would deny", "would block at stop")
     } else {

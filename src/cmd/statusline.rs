@@ -25,7 +25,8 @@ pub fn run(state_dir: Option<PathBuf>, json: bool) {
                 "session": s.session,
                 "calls": s.totals.calls,
                 "warnings": s.totals.warnings,
-                "refused": s.totals.denials,
+                "refused": if s.observed() { 0 } else { s.totals.denials },
+                "would_refuse": if s.observed() { s.totals.denials } else { 0 },
                 "walked_into": if s.ceiling.turn == s.turn.number { s.ceiling.refusals } else { 0 },
                 "turn_bound": TURN_BOUND,
                 "turn_ended": s.ceiling.turn == s.turn.number && s.ceiling.ended,
@@ -114,7 +115,11 @@ pub fn describe(s: &SessionState) -> String {
     if t.warnings > 0 {
         parts.push(format!("{} warned", t.warnings));
     }
-    if t.denials > 0 {
+    // Observe mode refuses nothing: what it counted is what it would have refused.
+    let observed = s.observed();
+    if t.denials > 0 && observed {
+        parts.push(format!("{} would be refused (observe mode)", t.denials));
+    } else if t.denials > 0 {
         parts.push(format!("{} refused", t.denials));
     }
     if this_turn && c.refusals > 0 {
@@ -129,7 +134,7 @@ pub fn describe(s: &SessionState) -> String {
     }
     let mark = if told > 0 {
         "⚠"
-    } else if t.denials > 0 || c.ended_turns > 0 {
+    } else if (t.denials > 0 && !observed) || c.ended_turns > 0 {
         "▲"
     } else {
         "✓"

@@ -373,6 +373,17 @@ impl SessionState {
         self.recent.push_back(note);
     }
 
+    /// Whether the session's decisions were all only logged (observe mode): its counts are of
+    /// what loopgate would have done, never of refusals.
+    pub fn observed(&self) -> bool {
+        let mut decisions = self
+            .recent
+            .iter()
+            .filter(|n| n.event != "reset" && n.action != "told")
+            .peekable();
+        decisions.peek().is_some() && decisions.all(|n| !n.enforced)
+    }
+
     /// Clears loop state (calls, runs, counters, turn signals) but keeps identity and totals.
     pub fn reset_loops(&mut self) {
         self.agents.clear();

@@ -27,8 +27,9 @@ pub(super) fn defiance(
     ctx: &Ctx,
 ) -> u32 {
     state.heed.follow(state.turn.number);
-    // A turn already over is refused whole: nothing more is walked into.
-    if state.ceiling.ended && state.ceiling.turn == state.turn.number {
+    // A turn already over is refused whole: nothing more is walked into. In observe mode nothing
+    // was refused, so nothing can be walked into: the ceiling and the ladder never count there.
+    if !ctx.enforced() || (state.ceiling.ended && state.ceiling.turn == state.turn.number) {
         return 0;
     }
     let refusal = strongest(verdicts).filter(|v| {
