@@ -362,3 +362,54 @@ fn a_tiny_stack_limit_still_judges() {
         "the repeat under a 16 KiB stack limit was not judged"
     );
 }
+
+/// Issue 38: input that is valid JSON but no object is named for what it is, not for the first
+/// field serde wanted.
+#[test]
+fn json_that_is_no_object_is_named_for_what_it_is() {
+    let env = Env::new();
+    for (input, kind) in [
+        (&b"[1,2,3]"[..], "a JSON array"),
+        (b" \"pre-tool-use\"\n", "a JSON string"),
+        (b"42", "a number"),
+        (b"null", "null"),
+    ] {
+        let out = env.run(&["pre-tool-use"], input);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert!(out.stderr.contains(kind), "{:?}: {}", kind, out.stderr);
+        assert!(!out.stderr.contains("expected a string"), "{}", out.stderr);
+    }
+}
+
+/// Issue 38: a writer that sends the object, then its trailing newline a moment later, must
+/// never meet a closed pipe: loopgate reads its input to the end (seen 5 times in 9 from a
+/// Python writer before).
+#[test]
+fn stdin_is_read_to_its_end_so_a_late_newline_meets_no_closed_pipe() {
+    use std::io::Write;
+    let env = Env::new();
+    let payload = env
+        .base(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t1"}),
+        )
+        .to_string();
+    for _ in 0..5 {
+        let mut child = env
+            .std_command(&["pre-tool-use"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(payload.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let late = stdin.write_all(b"\n").and_then(|_| stdin.flush());
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert!(late.is_ok(), "the late newline met a closed pipe: {late:?}");
+        assert_eq!(out.status.code(), Some(0));
+    }
+}

@@ -45,7 +45,18 @@ pub fn run(cli: &Cli, expected: Event) -> Exit {
     let read = {
         use crate::protocol::payload::compact::{read_compact_with, stdin_ready, STDIN_DEADLINE};
         let deadline = std::time::Instant::now() + STDIN_DEADLINE;
-        read_compact_with(std::io::stdin().lock(), MAX_INPUT, || stdin_ready(deadline))
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            say(&format!(
+                "`loopgate {}` reads one hook JSON object on stdin, as the agent CLI sends it; \
+                 type or paste one, then Ctrl-D (`loopgate --help` lists the commands)",
+                cli.command.name()
+            ));
+        }
+        let read = read_compact_with(std::io::stdin().lock(), MAX_INPUT, || stdin_ready(deadline));
+        if read.is_ok() {
+            crate::protocol::payload::compact::drain_stdin(MAX_INPUT);
+        }
+        read
     };
     if crate::config::sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
         return Exit::Ok;

@@ -183,6 +183,23 @@ fn batch_calls<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<Batc
     }))
 }
 
+/// What the input is when its first character says it cannot be an object: an array, a string,
+/// a number, `true`, `false` or `null`.
+fn not_an_object(bytes: &[u8]) -> Option<&'static str> {
+    let first = bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace() && **b != 0xEF && **b != 0xBB && **b != 0xBF)?;
+    Some(match first {
+        b'{' => return None,
+        b'[' => "a JSON array",
+        b'"' => "a JSON string",
+        b'-' | b'0'..=b'9' => "a number",
+        b't' | b'f' => "a boolean",
+        b'n' => "null",
+        _ => return None,
+    })
+}
+
 /// serde's refusal of a payload, in words (no Rust type names).
 fn not_a_payload(e: serde_json::Error) -> anyhow::Error {
     anyhow::anyhow!(
@@ -196,6 +213,9 @@ impl Payload {
     pub fn parse(bytes: &[u8]) -> Result<(Payload, Event)> {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             bail!("empty hook input on stdin (expected one JSON object)");
+        }
+        if let Some(kind) = not_an_object(bytes) {
+            bail!("hook input is {kind}, not a hook JSON object (expected one object, {{…}})");
         }
         let p: Payload = serde_json::from_slice(bytes).map_err(not_a_payload)?;
         p.checked()
@@ -435,6 +455,33 @@ pub mod compact {
         }
         c.finish();
         Ok(c.out)
+    }
+
+    /// How long a hook waits for the rest of its input once the object is complete.
+    const DRAIN_DEADLINE: std::time::Duration = std::time::Duration::from_millis(200);
+
+    /// Reads stdin on to its end after the object: a writer that sends the trailing newline
+    /// after the object (or anything else) must not meet a closed pipe. What follows is not
+    /// judged; a writer that keeps the pipe open is waited for only briefly, and at most `cap`
+    /// more bytes are read.
+    pub fn drain_stdin(cap: u64) {
+        use std::io::Read;
+        let until = std::time::Instant::now() + DRAIN_DEADLINE;
+        let mut buf = [0u8; 8 << 10];
+        let mut total = 0u64;
+        let mut stdin = std::io::stdin().lock();
+        while total <= cap {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if !matches!(crate::platform::stdin_readable_within(left), Ok(true)) {
+                return;
+            }
+            match stdin.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => total += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            }
+        }
     }
 
     /// How long a hook waits for its input to be complete: Claude Code writes a payload at
