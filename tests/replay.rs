@@ -645,6 +645,191 @@ fn the_command_names_each_sessions_cli() {
     assert!(by_cli.contains("qwen 1 session, 4 calls"), "{by_cli}");
 }
 
+// Chats the real CLIs wrote (`tests/fixtures/replay/recorded`, see its README.md): Gemini CLI
+// 0.61.0's JSONL chat records and Qwen Code 0.24.4's JSONL records, each replayed as the hook
+// events the same run recorded.
+
+const RECORDED: &str = "tests/fixtures/replay/recorded";
+const GEMINI_BASIC: &str = "gemini-0.61.0/session-2026-11-28T15-32-2ea9dfd1-basic.jsonl";
+const GEMINI_EDGE: &str = "gemini-0.61.0/session-2026-11-28T15-33-4ebe0cbb-edge_calls.jsonl";
+const QWEN_BASIC: &str = "qwen-0.24.4/6e2ef2da-6aaa-427a-b7a3-2fd8ec3ebda3-basic.jsonl";
+const QWEN_EDGE: &str = "qwen-0.24.4/86ad468a-7d2d-4cf0-88db-5c0cd1a3d0b2-edge_calls.jsonl";
+
+fn recorded(rel: &str) -> (Cli, loopgate::replay::transcript::Kind, Converted) {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(RECORDED)
+            .join(rel),
+    )
+    .unwrap();
+    let (cli, kind) = inspect(&text);
+    let c = convert(cli, &text, &[], rel);
+    (cli, kind, c)
+}
+
+/// (event, tool) of every payload, the tool as loopgate's dialect names it.
+fn events(c: &Converted) -> Vec<(&str, &str)> {
+    c.payloads
+        .iter()
+        .map(|p| (p.event, p.payload["tool_name"].as_str().unwrap_or("")))
+        .collect()
+}
+
+fn prompts(c: &Converted) -> Vec<&str> {
+    c.payloads
+        .iter()
+        .filter(|p| p.event == "UserPromptSubmit")
+        .map(|p| p.payload["prompt"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn gemini_jsonl_chats_play_as_the_runs_hooks_fired() {
+    use loopgate::replay::transcript::Kind;
+    let (cli, kind, c) = recorded(GEMINI_BASIC);
+    assert_eq!(cli, Cli::Gemini);
+    assert_eq!(
+        kind,
+        Kind::Session {
+            session_id: Some("2ea9dfd1-d9da-498b-b0c4-8998200dd65d".into())
+        }
+    );
+    assert_eq!(c.sessions_id, "2ea9dfd1-d9da-498b-b0c4-8998200dd65d");
+    // The hooks of that run: BeforeAgent once (the session context and the tools' answers,
+    // which the file records as user messages, are no prompt), BeforeTool and AfterTool per call
+    // (a shell exit 1 is a failure only through the `Exit Code` in its text), AfterAgent.
+    assert_eq!(prompts(&c), ["Please do the task."]);
+    assert_eq!(
+        events(&c),
+        [
+            ("UserPromptSubmit", ""),
+            ("PreToolUse", "Bash"),
+            ("PostToolUse", "Bash"),
+            ("PreToolUse", "Bash"),
+            ("PostToolUseFailure", "Bash"),
+            ("PreToolUse", "Bash"),
+            ("PostToolUseFailure", "Bash"),
+            ("PreToolUse", "Write"),
+            ("PostToolUse", "Write"),
+            ("PreToolUse", "Edit"),
+            ("PostToolUse", "Edit"),
+            ("PreToolUse", "Read"),
+            ("PostToolUse", "Read"),
+            ("Stop", ""),
+        ]
+    );
+    assert_eq!(c.skipped_lines, 0);
+    // A message written again with its calls is one message: each call once.
+    assert_eq!(c.calls, 6);
+    let echo = of_call(&c, "PreToolUse", 1);
+    assert_eq!(
+        echo.payload["tool_input"]["command"],
+        "echo hello-from-shell"
+    );
+    assert_eq!(echo.at, Some(time("2026-11-28T15:32:51.698Z")));
+    assert_eq!(
+        of_call(&c, "PostToolUse", 1).at,
+        Some(time("2026-11-28T15:32:53.144Z"))
+    );
+    assert!(of_call(&c, "PostToolUseFailure", 2).payload["error"]
+        .as_str()
+        .unwrap()
+        .contains("Exit Code: 1"));
+    let stop = c.payloads.last().unwrap();
+    assert_eq!(stop.payload["last_assistant_message"], "All done.");
+
+    // The calls Gemini refuses before its hooks (bad arguments, an unknown tool, a path outside
+    // the workspace) fired none: replay plays none of them.
+    let (_, _, c) = recorded(GEMINI_EDGE);
+    assert_eq!(
+        events(&c),
+        [
+            ("UserPromptSubmit", ""),
+            ("PreToolUse", "Edit"),
+            ("PostToolUseFailure", "Edit"),
+            ("PreToolUse", "Read"),
+            ("PostToolUseFailure", "Read"),
+            ("PreToolUse", "Bash"),
+            ("PostToolUse", "Bash"),
+            ("PreToolUse", "Bash"),
+            ("PostToolUse", "Bash"),
+            ("Stop", ""),
+        ]
+    );
+    assert!(of_call(&c, "PostToolUseFailure", 2).payload["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("File not found"));
+}
+
+#[test]
+fn qwen_jsonl_records_play_as_the_runs_hooks_fired() {
+    let (cli, _, c) = recorded(QWEN_BASIC);
+    assert_eq!(cli, Cli::Qwen);
+    assert_eq!(c.sessions_id, "6e2ef2da-6aaa-427a-b7a3-2fd8ec3ebda3");
+    // The hooks of that run: Qwen's own failure event for the shell's exit 1, and its
+    // empty-prompt UserPromptSubmit before each model request after a tool round (read by the
+    // dialect as the model turn's end).
+    assert_eq!(prompts(&c), ["Please do the task."]);
+    let mut expected = Vec::new();
+    for (tool, post) in [
+        ("Bash", "PostToolUse"),
+        ("Bash", "PostToolUseFailure"),
+        ("Bash", "PostToolUseFailure"),
+        ("Write", "PostToolUse"),
+        ("Edit", "PostToolUse"),
+        ("Read", "PostToolUse"),
+    ] {
+        expected.extend([("PreToolUse", tool), (post, tool), ("PostToolBatch", "")]);
+    }
+    expected.insert(0, ("UserPromptSubmit", ""));
+    expected.push(("Stop", ""));
+    assert_eq!(events(&c), expected);
+    assert_eq!(c.skipped_lines, 0);
+    let pre = of_call(&c, "PreToolUse", 2);
+    assert_eq!(pre.payload["tool_use_id"], "call_1_0");
+    assert_eq!(
+        pre.payload["prompt_id"],
+        "6e2ef2da-6aaa-427a-b7a3-2fd8ec3ebda3########0"
+    );
+    assert_eq!(pre.payload["cwd"], "/home/dev/project");
+    assert!(of_call(&c, "PostToolUseFailure", 2).payload["error"]
+        .as_str()
+        .unwrap()
+        .contains("Exit Code: 1"));
+
+    // Calls Qwen never started (`executionStatus: "not_started"`: bad arguments, an unknown
+    // tool) fired no hook; the write outside the project ran.
+    let (_, _, c) = recorded(QWEN_EDGE);
+    let names: Vec<&str> = c.call_list.iter().map(|x| x.tool_name.as_str()).collect();
+    assert_eq!(names, ["Read", "Edit", "Read", "Bash", "Bash", "Write"]);
+    let failed: Vec<usize> = c
+        .payloads
+        .iter()
+        .filter(|p| p.event == "PostToolUseFailure")
+        .filter_map(|p| p.call_index)
+        .collect();
+    assert_eq!(failed, [2, 3]);
+    assert_eq!(c.payloads.iter().filter(|p| p.event == "Stop").count(), 1);
+}
+
+#[test]
+fn the_command_reads_the_recorded_chats() {
+    let (stdout, stderr) = replay_cmd(&[RECORDED]);
+    assert!(!stderr.contains("skipped"), "{stderr}");
+    let summary = stdout.lines().find(|l| l.starts_with("sessions ")).unwrap();
+    assert!(summary.starts_with("sessions 4  calls 22 "), "{summary}");
+    assert!(
+        summary.ends_with("would-be blocks 0  files skipped 0"),
+        "{summary}"
+    );
+    let by_cli = stdout.lines().find(|l| l.starts_with("by CLI: ")).unwrap();
+    assert_eq!(
+        by_cli,
+        "by CLI: gemini 2 sessions, 10 calls, 0 would-be blocks; qwen 2 sessions, 12 calls, 0 would-be blocks"
+    );
+}
+
 /// `../shared/corpus/other-clis`: public sessions of Codex, Gemini CLI, Copilot CLI and OpenCode
 /// in their own formats (see its SOURCES.md). Ordinary work: none of it may be blocked.
 const OTHER_CORPUS: &str = "../shared/corpus/other-clis";

@@ -10,7 +10,9 @@
 //! - Qwen Code (current releases): JSONL records `{"type": "user"|"assistant"|"tool_result"|
 //!   "system", "message": {"role", "parts": […]}}`: Claude Code's outline with Gemini's content.
 //! - Gemini CLI (and Qwen Code before its JSONL records): one JSON object `{"sessionId",
-//!   "messages": [{"type": "user"|"gemini", …}]}`; Qwen's is told by its tool names.
+//!   "messages": [{"type": "user"|"gemini", …}]}`; Qwen's is told by its tool names. Gemini CLI's
+//!   current JSONL chat records: a first line `{"sessionId", "projectHash", …}`, then messages
+//!   and `{"$set": …}` updates ([`super::gemini::fold_records`]).
 //! - OpenCode: one JSON object `{"info": {"id": "ses_…"}, "messages": [{"info", "parts"}]}`, as
 //!   `opencode export` prints it (a child session, a subagent's, names its parent: `parentID`).
 
@@ -82,6 +84,18 @@ pub fn inspect(text: &str) -> (Cli, Kind) {
         };
         if let Some(found) = whole.as_ref().and_then(one_object) {
             return found;
+        }
+        if whole.as_ref().is_some_and(super::gemini::is_records_header) {
+            if let Some((chat, _)) = super::gemini::fold_records(text) {
+                let messages = chat["messages"].as_array().map(Vec::as_slice);
+                let session = str_of(&chat, "/sessionId").map(str::to_string);
+                return (
+                    gemini_or_qwen(messages.unwrap_or(&[])),
+                    Kind::Session {
+                        session_id: session,
+                    },
+                );
+            }
         }
     }
     for raw in text.lines().take(200) {
