@@ -830,6 +830,53 @@ fn the_command_reads_the_recorded_chats() {
     );
 }
 
+#[test]
+fn every_file_that_cannot_be_read_is_named_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(RECORDED)
+            .join(QWEN_BASIC),
+        d.join("session.jsonl"),
+    )
+    .unwrap();
+    std::fs::write(d.join("empty.jsonl"), "").unwrap();
+    std::fs::write(
+        d.join("broken.json"),
+        "{\n  \"sessionId\": \"s\",\n  \"messages\": [\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("log.jsonl"), "started\n").unwrap();
+    std::fs::write(d.join("image.json"), b"\x89PNG\r\n\x1a\n\0\0").unwrap();
+    std::fs::write(d.join("notes.txt"), "not looked at").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(d.join("gone.jsonl"), d.join("link.jsonl")).unwrap();
+    let (stdout, stderr) = replay_cmd(&[d.to_str().unwrap()]);
+    let mut skipped: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("loopgate replay: skipped "))
+        .collect();
+    skipped.sort();
+    let mut expected = vec![
+        "broken.json: broken JSON at line 4, column 0: EOF while parsing a list",
+        "empty.jsonl: empty file",
+        "image.json: not a text file (binary or not UTF-8)",
+        "log.jsonl: not JSON (line 1: `started`)",
+    ];
+    if cfg!(unix) {
+        expected.push("link.jsonl: a symbolic link to nothing");
+    }
+    expected.sort();
+    assert_eq!(skipped, expected, "{stderr}");
+    let summary = stdout.lines().find(|l| l.starts_with("sessions ")).unwrap();
+    assert!(summary.starts_with("sessions 1  calls 6 "), "{summary}");
+    assert!(
+        summary.ends_with(&format!("files skipped {}", expected.len())),
+        "{summary}"
+    );
+}
+
 /// `../shared/corpus/other-clis`: public sessions of Codex, Gemini CLI, Copilot CLI and OpenCode
 /// in their own formats (see its SOURCES.md). Ordinary work: none of it may be blocked.
 const OTHER_CORPUS: &str = "../shared/corpus/other-clis";

@@ -88,6 +88,9 @@ pub struct ConvertedPayload {
 pub enum Kind {
     /// No `user` / `assistant` line: not a Claude Code transcript.
     NotTranscript,
+    /// Not a session file because it cannot be read as one at all (empty, not text, not JSON,
+    /// broken JSON), and why; told by [`super::format::inspect`].
+    Unreadable(String),
     /// A session's main transcript.
     Session { session_id: Option<String> },
     /// A subagent's own transcript (every line carries `agentId` or `isSidechain`).
