@@ -188,8 +188,8 @@ fn parse_lines(text: &str) -> (Vec<Value>, usize) {
         if raw.is_empty() {
             continue;
         }
-        match serde_json::from_str::<Value>(raw) {
-            Ok(v @ Value::Object(_)) => lines.push(v),
+        match super::native::line_records(raw) {
+            Some(records) if records.iter().all(Value::is_object) => lines.extend(records),
             _ => skipped += 1,
         }
     }
