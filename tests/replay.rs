@@ -877,35 +877,53 @@ fn every_file_that_cannot_be_read_is_named_with_the_reason() {
     );
 }
 
-/// `../shared/corpus/other-clis`: public sessions of Codex, Gemini CLI, Copilot CLI and OpenCode
-/// in their own formats (see its SOURCES.md). Ordinary work: none of it may be blocked.
-const OTHER_CORPUS: &str = "../shared/corpus/other-clis";
+// The shared corpora of real sessions, all three: `../shared/corpus/transcripts` (Claude Code),
+// `other-clis` and `other-clis-2` (Codex, Gemini CLI, Copilot CLI, OpenCode; see
+// `other-clis/SOURCES.md`). Ordinary work: every file must be read, and none of it may be blocked.
 
-#[test]
-fn the_other_clis_corpus_replays_without_a_block() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(OTHER_CORPUS);
-    if !dir.is_dir() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{OTHER_CORPUS} is missing"
-        );
-        println!("skipped: no {OTHER_CORPUS}");
-        return;
+const CORPORA: [&str; 3] = [
+    "../shared/corpus/transcripts",
+    "../shared/corpus/other-clis",
+    "../shared/corpus/other-clis-2",
+];
+
+/// A corpus's directory, or `None` (and a note) where this checkout has none; CI must have it.
+fn corpus_dir(rel: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    if dir.is_dir() {
+        return Some(dir);
     }
-    let found = collect(&[dir]).unwrap();
-    let p = plan(found, |path| {
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{rel} is missing"
+    );
+    println!("skipped: no {rel}");
+    None
+}
+
+/// A corpus planned as `loopgate replay` plans it: every file read and told, none skipped.
+fn corpus_plan(dir: &Path) -> loopgate::replay::Plan {
+    let found = collect(&[dir.to_path_buf()]).unwrap();
+    plan(found, |path| {
         std::fs::read_to_string(path)
             .map(|t| inspect(&t))
             .map_err(|e| e.to_string())
-    });
-    assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+    })
+}
+
+fn group_texts(g: &loopgate::replay::Group) -> (String, Vec<String>) {
+    let read = |f: &loopgate::replay::Found| std::fs::read_to_string(&f.path).unwrap();
+    let main = g.main.as_ref().map(read).unwrap_or_default();
+    (main, g.subagents.iter().map(read).collect())
+}
+
+/// Every would-be block of a corpus, one line each, and its calls.
+fn corpus_blocks(dir: &Path) -> (Vec<String>, usize) {
     let config = Config::default();
     let mut blocks = Vec::new();
     let mut calls = 0;
-    for g in &p.groups {
-        let read = |f: &loopgate::replay::Found| std::fs::read_to_string(&f.path).unwrap();
-        let main = g.main.as_ref().map(read).unwrap_or_default();
-        let subs: Vec<String> = g.subagents.iter().map(read).collect();
+    for g in &corpus_plan(dir).groups {
+        let (main, subs) = group_texts(g);
         let subs: Vec<&str> = subs.iter().map(String::as_str).collect();
         let r = replay_session(g.cli, &main, &subs, g.label(), &config);
         calls += r.calls;
@@ -916,6 +934,98 @@ fn the_other_clis_corpus_replays_without_a_block() {
             ));
         }
     }
+    (blocks, calls)
+}
+
+/// What a corpus holds: the files of each CLI, sessions once subagents join theirs, calls,
+/// unreadable lines.
+type Holds = (&'static [(Cli, usize)], usize, usize, usize);
+
+#[test]
+fn every_file_of_the_corpora_is_read() {
+    let expected: [Holds; 3] = [
+        // Two files are `//` comment lines before the transcript, two lines each.
+        (&[(Cli::Claude, 78)], 70, 7_766, 4),
+        (
+            &[
+                (Cli::Codex, 33),
+                (Cli::Gemini, 4),
+                (Cli::Copilot, 3),
+                (Cli::OpenCode, 35),
+            ],
+            70,
+            4_373,
+            0,
+        ),
+        // 51 sessions by the corpus README; two Codex subagent rollouts of one parent thread
+        // (not in the corpus, `019c85f8-…`) are one session, as their hooks carry its id.
+        (
+            &[(Cli::Codex, 37), (Cli::Gemini, 3), (Cli::Copilot, 11)],
+            50,
+            3_073,
+            0,
+        ),
+    ];
+    for (rel, (files, sessions, calls, bad_lines)) in CORPORA.iter().zip(expected) {
+        let Some(dir) = corpus_dir(rel) else {
+            continue;
+        };
+        let p = corpus_plan(&dir);
+        assert!(p.skipped.is_empty(), "{rel}: {:?}", p.skipped);
+        let mut per_cli: Vec<(Cli, usize)> = Vec::new();
+        let (mut n_calls, mut n_bad) = (0, 0);
+        for g in &p.groups {
+            let n = usize::from(g.main.is_some()) + g.subagents.len();
+            match per_cli.iter_mut().find(|(c, _)| *c == g.cli) {
+                Some((_, k)) => *k += n,
+                None => per_cli.push((g.cli, n)),
+            }
+            let (main, subs) = group_texts(g);
+            let subs: Vec<&str> = subs.iter().map(String::as_str).collect();
+            let c = convert(g.cli, &main, &subs, g.label());
+            n_calls += c.calls;
+            n_bad += c.skipped_lines;
+        }
+        per_cli.sort_by_key(|(c, _)| files.iter().position(|(f, _)| f == c));
+        assert_eq!(per_cli, files, "{rel}");
+        assert_eq!(
+            (p.groups.len(), n_calls, n_bad),
+            (sessions, calls, bad_lines),
+            "{rel}: sessions, calls, unreadable lines"
+        );
+    }
+}
+
+/// `../shared/corpus/other-clis`: public sessions of Codex, Gemini CLI, Copilot CLI and OpenCode
+/// in their own formats (see its SOURCES.md). Ordinary work: none of it may be blocked.
+#[test]
+fn the_other_clis_corpus_replays_without_a_block() {
+    let Some(dir) = corpus_dir(CORPORA[1]) else {
+        return;
+    };
+    let (blocks, calls) = corpus_blocks(&dir);
     assert!(calls > 4_000, "{calls} calls");
     assert!(blocks.is_empty(), "{}", blocks.join("\n"));
+}
+
+/// All three corpora: none of their ordinary work may be blocked. `other-clis-2` still meets
+/// would-be blocks that the detector fixes of issue 36 remove (the circuit breaker opening on
+/// conversational Codex turns, …); un-ignore once they land.
+#[test]
+#[ignore = "enabled once the detector fixes land"]
+fn no_session_of_the_corpora_would_be_blocked() {
+    let mut all = Vec::new();
+    for rel in CORPORA {
+        let Some(dir) = corpus_dir(rel) else {
+            continue;
+        };
+        let (blocks, _) = corpus_blocks(&dir);
+        all.extend(blocks.into_iter().map(|b| format!("{rel}: {b}")));
+    }
+    assert!(
+        all.is_empty(),
+        "{} would-be blocks:\n{}",
+        all.len(),
+        all.join("\n")
+    );
 }
