@@ -37,7 +37,9 @@
 //!
 //! What the files cannot tell: no duration but start and end; no exit code but the text (the
 //! chat file keeps only `Output: …` for some shell calls); Gemini's subagent calls are not in the
-//! parent's chat file (and its hooks cannot tell them from the main agent's anyway).
+//! parent's chat file (and its hooks cannot tell them from the main agent's anyway): a
+//! subagent's own chat (`"kind": "subagent"`, under `chats/<parent session>/`) is replayed as its
+//! calls alone, under its own session id (the parent's is only in the file's path).
 
 use super::native::{self, from_ms, Answer, Step, Timed, Who};
 use super::transcript::{parse_time, Converted};
@@ -333,6 +335,12 @@ fn chat_steps(chat: &Value) -> (Option<String>, Vec<Timed>, usize) {
     if open_turn && !pending_calls {
         steps.push(Timed::end(last_at, None));
     }
+    if str_at(chat, "/kind") == Some("subagent") {
+        // A subagent's own chat (`chats/<parent session>/<id>.json`): its task and the CLI's
+        // nudges are no prompt of the person's, and Gemini fires no BeforeAgent or AfterAgent
+        // for a subagent; its tool hooks look like the main agent's.
+        steps.retain(|t| !matches!(t.step, Step::Prompt { .. } | Step::End { .. }));
+    }
     (session, steps, 0)
 }
 
@@ -578,6 +586,23 @@ mod tests {
                 session_id: Some("s1".into())
             }
         );
+    }
+
+    #[test]
+    fn a_subagents_chat_has_calls_but_no_prompt_or_stop() {
+        let chat = |kind: &str| {
+            format!(
+                r#"{{"sessionId":"ngzcxj","kind":"{kind}","messages":[{{"type":"user","content":[{{"text":"Your task is to answer"}}]}},{{"type":"gemini","content":"","toolCalls":[{CALL}]}},{{"type":"gemini","content":"The answer."}}]}}"#
+            )
+        };
+        assert_eq!(
+            events(Cli::Gemini, &chat("subagent")),
+            [
+                ("PreToolUse", "Bash".to_string()),
+                ("PostToolUseFailure", "Bash".to_string()),
+            ]
+        );
+        assert_eq!(events(Cli::Gemini, &chat("main")).len(), 4);
     }
 
     #[test]
