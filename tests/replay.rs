@@ -645,35 +645,285 @@ fn the_command_names_each_sessions_cli() {
     assert!(by_cli.contains("qwen 1 session, 4 calls"), "{by_cli}");
 }
 
-/// `../shared/corpus/other-clis`: public sessions of Codex, Gemini CLI, Copilot CLI and OpenCode
-/// in their own formats (see its SOURCES.md). Ordinary work: none of it may be blocked.
-const OTHER_CORPUS: &str = "../shared/corpus/other-clis";
+// Chats the real CLIs wrote (`tests/fixtures/replay/recorded`, see its README.md): Gemini CLI
+// 0.61.0's JSONL chat records and Qwen Code 0.24.4's JSONL records, each replayed as the hook
+// events the same run recorded.
+
+const RECORDED: &str = "tests/fixtures/replay/recorded";
+const GEMINI_BASIC: &str = "gemini-0.61.0/session-2026-11-28T15-32-2ea9dfd1-basic.jsonl";
+const GEMINI_EDGE: &str = "gemini-0.61.0/session-2026-11-28T15-33-4ebe0cbb-edge_calls.jsonl";
+const QWEN_BASIC: &str = "qwen-0.24.4/6e2ef2da-6aaa-427a-b7a3-2fd8ec3ebda3-basic.jsonl";
+const QWEN_EDGE: &str = "qwen-0.24.4/86ad468a-7d2d-4cf0-88db-5c0cd1a3d0b2-edge_calls.jsonl";
+
+fn recorded(rel: &str) -> (Cli, loopgate::replay::transcript::Kind, Converted) {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(RECORDED)
+            .join(rel),
+    )
+    .unwrap();
+    let (cli, kind) = inspect(&text);
+    let c = convert(cli, &text, &[], rel);
+    (cli, kind, c)
+}
+
+/// (event, tool) of every payload, the tool as loopgate's dialect names it.
+fn events(c: &Converted) -> Vec<(&str, &str)> {
+    c.payloads
+        .iter()
+        .map(|p| (p.event, p.payload["tool_name"].as_str().unwrap_or("")))
+        .collect()
+}
+
+fn prompts(c: &Converted) -> Vec<&str> {
+    c.payloads
+        .iter()
+        .filter(|p| p.event == "UserPromptSubmit")
+        .map(|p| p.payload["prompt"].as_str().unwrap())
+        .collect()
+}
 
 #[test]
-fn the_other_clis_corpus_replays_without_a_block() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(OTHER_CORPUS);
-    if !dir.is_dir() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{OTHER_CORPUS} is missing"
-        );
-        println!("skipped: no {OTHER_CORPUS}");
-        return;
+fn gemini_jsonl_chats_play_as_the_runs_hooks_fired() {
+    use loopgate::replay::transcript::Kind;
+    let (cli, kind, c) = recorded(GEMINI_BASIC);
+    assert_eq!(cli, Cli::Gemini);
+    assert_eq!(
+        kind,
+        Kind::Session {
+            session_id: Some("2ea9dfd1-d9da-498b-b0c4-8998200dd65d".into())
+        }
+    );
+    assert_eq!(c.sessions_id, "2ea9dfd1-d9da-498b-b0c4-8998200dd65d");
+    // The hooks of that run: BeforeAgent once (the session context and the tools' answers,
+    // which the file records as user messages, are no prompt), BeforeTool and AfterTool per call
+    // (a shell exit 1 is a failure only through the `Exit Code` in its text), AfterAgent.
+    assert_eq!(prompts(&c), ["Please do the task."]);
+    assert_eq!(
+        events(&c),
+        [
+            ("UserPromptSubmit", ""),
+            ("PreToolUse", "Bash"),
+            ("PostToolUse", "Bash"),
+            ("PreToolUse", "Bash"),
+            ("PostToolUseFailure", "Bash"),
+            ("PreToolUse", "Bash"),
+            ("PostToolUseFailure", "Bash"),
+            ("PreToolUse", "Write"),
+            ("PostToolUse", "Write"),
+            ("PreToolUse", "Edit"),
+            ("PostToolUse", "Edit"),
+            ("PreToolUse", "Read"),
+            ("PostToolUse", "Read"),
+            ("Stop", ""),
+        ]
+    );
+    assert_eq!(c.skipped_lines, 0);
+    // A message written again with its calls is one message: each call once.
+    assert_eq!(c.calls, 6);
+    let echo = of_call(&c, "PreToolUse", 1);
+    assert_eq!(
+        echo.payload["tool_input"]["command"],
+        "echo hello-from-shell"
+    );
+    assert_eq!(echo.at, Some(time("2026-11-28T15:32:51.698Z")));
+    assert_eq!(
+        of_call(&c, "PostToolUse", 1).at,
+        Some(time("2026-11-28T15:32:53.144Z"))
+    );
+    assert!(of_call(&c, "PostToolUseFailure", 2).payload["error"]
+        .as_str()
+        .unwrap()
+        .contains("Exit Code: 1"));
+    let stop = c.payloads.last().unwrap();
+    assert_eq!(stop.payload["last_assistant_message"], "All done.");
+
+    // The calls Gemini refuses before its hooks (bad arguments, an unknown tool, a path outside
+    // the workspace) fired none: replay plays none of them.
+    let (_, _, c) = recorded(GEMINI_EDGE);
+    assert_eq!(
+        events(&c),
+        [
+            ("UserPromptSubmit", ""),
+            ("PreToolUse", "Edit"),
+            ("PostToolUseFailure", "Edit"),
+            ("PreToolUse", "Read"),
+            ("PostToolUseFailure", "Read"),
+            ("PreToolUse", "Bash"),
+            ("PostToolUse", "Bash"),
+            ("PreToolUse", "Bash"),
+            ("PostToolUse", "Bash"),
+            ("Stop", ""),
+        ]
+    );
+    assert!(of_call(&c, "PostToolUseFailure", 2).payload["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("File not found"));
+}
+
+#[test]
+fn qwen_jsonl_records_play_as_the_runs_hooks_fired() {
+    let (cli, _, c) = recorded(QWEN_BASIC);
+    assert_eq!(cli, Cli::Qwen);
+    assert_eq!(c.sessions_id, "6e2ef2da-6aaa-427a-b7a3-2fd8ec3ebda3");
+    // The hooks of that run: Qwen's own failure event for the shell's exit 1, and its
+    // empty-prompt UserPromptSubmit before each model request after a tool round (read by the
+    // dialect as the model turn's end).
+    assert_eq!(prompts(&c), ["Please do the task."]);
+    let mut expected = Vec::new();
+    for (tool, post) in [
+        ("Bash", "PostToolUse"),
+        ("Bash", "PostToolUseFailure"),
+        ("Bash", "PostToolUseFailure"),
+        ("Write", "PostToolUse"),
+        ("Edit", "PostToolUse"),
+        ("Read", "PostToolUse"),
+    ] {
+        expected.extend([("PreToolUse", tool), (post, tool), ("PostToolBatch", "")]);
     }
-    let found = collect(&[dir]).unwrap();
-    let p = plan(found, |path| {
+    expected.insert(0, ("UserPromptSubmit", ""));
+    expected.push(("Stop", ""));
+    assert_eq!(events(&c), expected);
+    assert_eq!(c.skipped_lines, 0);
+    let pre = of_call(&c, "PreToolUse", 2);
+    assert_eq!(pre.payload["tool_use_id"], "call_1_0");
+    assert_eq!(
+        pre.payload["prompt_id"],
+        "6e2ef2da-6aaa-427a-b7a3-2fd8ec3ebda3########0"
+    );
+    assert_eq!(pre.payload["cwd"], "/home/dev/project");
+    assert!(of_call(&c, "PostToolUseFailure", 2).payload["error"]
+        .as_str()
+        .unwrap()
+        .contains("Exit Code: 1"));
+
+    // Calls Qwen never started (`executionStatus: "not_started"`: bad arguments, an unknown
+    // tool) fired no hook; the write outside the project ran.
+    let (_, _, c) = recorded(QWEN_EDGE);
+    let names: Vec<&str> = c.call_list.iter().map(|x| x.tool_name.as_str()).collect();
+    assert_eq!(names, ["Read", "Edit", "Read", "Bash", "Bash", "Write"]);
+    let failed: Vec<usize> = c
+        .payloads
+        .iter()
+        .filter(|p| p.event == "PostToolUseFailure")
+        .filter_map(|p| p.call_index)
+        .collect();
+    assert_eq!(failed, [2, 3]);
+    assert_eq!(c.payloads.iter().filter(|p| p.event == "Stop").count(), 1);
+}
+
+#[test]
+fn the_command_reads_the_recorded_chats() {
+    let (stdout, stderr) = replay_cmd(&[RECORDED]);
+    assert!(!stderr.contains("skipped"), "{stderr}");
+    let summary = stdout.lines().find(|l| l.starts_with("sessions ")).unwrap();
+    assert!(summary.starts_with("sessions 4  calls 22 "), "{summary}");
+    assert!(
+        summary.ends_with("would-be blocks 0  files skipped 0"),
+        "{summary}"
+    );
+    let by_cli = stdout.lines().find(|l| l.starts_with("by CLI: ")).unwrap();
+    assert_eq!(
+        by_cli,
+        "by CLI: gemini 2 sessions, 10 calls, 0 would-be blocks; qwen 2 sessions, 12 calls, 0 would-be blocks"
+    );
+}
+
+#[test]
+fn every_file_that_cannot_be_read_is_named_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(RECORDED)
+            .join(QWEN_BASIC),
+        d.join("session.jsonl"),
+    )
+    .unwrap();
+    std::fs::write(d.join("empty.jsonl"), "").unwrap();
+    std::fs::write(
+        d.join("broken.json"),
+        "{\n  \"sessionId\": \"s\",\n  \"messages\": [\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("log.jsonl"), "started\n").unwrap();
+    std::fs::write(d.join("image.json"), b"\x89PNG\r\n\x1a\n\0\0").unwrap();
+    std::fs::write(d.join("notes.txt"), "not looked at").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(d.join("gone.jsonl"), d.join("link.jsonl")).unwrap();
+    let (stdout, stderr) = replay_cmd(&[d.to_str().unwrap()]);
+    let mut skipped: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("loopgate replay: skipped "))
+        .collect();
+    skipped.sort();
+    let mut expected = vec![
+        "broken.json: broken JSON at line 4, column 0: EOF while parsing a list",
+        "empty.jsonl: empty file",
+        "image.json: not a text file (binary or not UTF-8)",
+        "log.jsonl: not JSON (line 1: `started`)",
+    ];
+    if cfg!(unix) {
+        expected.push("link.jsonl: a symbolic link to nothing");
+    }
+    expected.sort();
+    assert_eq!(skipped, expected, "{stderr}");
+    let summary = stdout.lines().find(|l| l.starts_with("sessions ")).unwrap();
+    assert!(summary.starts_with("sessions 1  calls 6 "), "{summary}");
+    assert!(
+        summary.ends_with(&format!("files skipped {}", expected.len())),
+        "{summary}"
+    );
+}
+
+// The shared corpora of real sessions, all three: `../shared/corpus/transcripts` (Claude Code),
+// `other-clis` and `other-clis-2` (Codex, Gemini CLI, Copilot CLI, OpenCode; see
+// `other-clis/SOURCES.md`). Ordinary work: every file must be read, and none of it may be blocked.
+
+const CORPORA: [&str; 3] = [
+    "../shared/corpus/transcripts",
+    "../shared/corpus/other-clis",
+    "../shared/corpus/other-clis-2",
+];
+
+/// A corpus's directory, or `None` (and a note) where this checkout has none; CI must have it.
+fn corpus_dir(rel: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{rel} is missing"
+    );
+    println!("skipped: no {rel}");
+    None
+}
+
+/// A corpus planned as `loopgate replay` plans it: every file read and told, none skipped.
+fn corpus_plan(dir: &Path) -> loopgate::replay::Plan {
+    let found = collect(&[dir.to_path_buf()]).unwrap();
+    plan(found, |path| {
         std::fs::read_to_string(path)
             .map(|t| inspect(&t))
             .map_err(|e| e.to_string())
-    });
-    assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+    })
+}
+
+fn group_texts(g: &loopgate::replay::Group) -> (String, Vec<String>) {
+    let read = |f: &loopgate::replay::Found| std::fs::read_to_string(&f.path).unwrap();
+    let main = g.main.as_ref().map(read).unwrap_or_default();
+    (main, g.subagents.iter().map(read).collect())
+}
+
+/// Every would-be block of a corpus, one line each, and its calls.
+fn corpus_blocks(dir: &Path) -> (Vec<String>, usize) {
     let config = Config::default();
     let mut blocks = Vec::new();
     let mut calls = 0;
-    for g in &p.groups {
-        let read = |f: &loopgate::replay::Found| std::fs::read_to_string(&f.path).unwrap();
-        let main = g.main.as_ref().map(read).unwrap_or_default();
-        let subs: Vec<String> = g.subagents.iter().map(read).collect();
+    for g in &corpus_plan(dir).groups {
+        let (main, subs) = group_texts(g);
         let subs: Vec<&str> = subs.iter().map(String::as_str).collect();
         let r = replay_session(g.cli, &main, &subs, g.label(), &config);
         calls += r.calls;
@@ -684,6 +934,98 @@ fn the_other_clis_corpus_replays_without_a_block() {
             ));
         }
     }
+    (blocks, calls)
+}
+
+/// What a corpus holds: the files of each CLI, sessions once subagents join theirs, calls,
+/// unreadable lines.
+type Holds = (&'static [(Cli, usize)], usize, usize, usize);
+
+#[test]
+fn every_file_of_the_corpora_is_read() {
+    let expected: [Holds; 3] = [
+        // Two files are `//` comment lines before the transcript, two lines each.
+        (&[(Cli::Claude, 78)], 70, 7_766, 4),
+        (
+            &[
+                (Cli::Codex, 33),
+                (Cli::Gemini, 4),
+                (Cli::Copilot, 3),
+                (Cli::OpenCode, 35),
+            ],
+            70,
+            4_373,
+            0,
+        ),
+        // 51 sessions by the corpus README; two Codex subagent rollouts of one parent thread
+        // (not in the corpus, `019c85f8-…`) are one session, as their hooks carry its id.
+        (
+            &[(Cli::Codex, 37), (Cli::Gemini, 3), (Cli::Copilot, 11)],
+            50,
+            3_073,
+            0,
+        ),
+    ];
+    for (rel, (files, sessions, calls, bad_lines)) in CORPORA.iter().zip(expected) {
+        let Some(dir) = corpus_dir(rel) else {
+            continue;
+        };
+        let p = corpus_plan(&dir);
+        assert!(p.skipped.is_empty(), "{rel}: {:?}", p.skipped);
+        let mut per_cli: Vec<(Cli, usize)> = Vec::new();
+        let (mut n_calls, mut n_bad) = (0, 0);
+        for g in &p.groups {
+            let n = usize::from(g.main.is_some()) + g.subagents.len();
+            match per_cli.iter_mut().find(|(c, _)| *c == g.cli) {
+                Some((_, k)) => *k += n,
+                None => per_cli.push((g.cli, n)),
+            }
+            let (main, subs) = group_texts(g);
+            let subs: Vec<&str> = subs.iter().map(String::as_str).collect();
+            let c = convert(g.cli, &main, &subs, g.label());
+            n_calls += c.calls;
+            n_bad += c.skipped_lines;
+        }
+        per_cli.sort_by_key(|(c, _)| files.iter().position(|(f, _)| f == c));
+        assert_eq!(per_cli, files, "{rel}");
+        assert_eq!(
+            (p.groups.len(), n_calls, n_bad),
+            (sessions, calls, bad_lines),
+            "{rel}: sessions, calls, unreadable lines"
+        );
+    }
+}
+
+/// `../shared/corpus/other-clis`: public sessions of Codex, Gemini CLI, Copilot CLI and OpenCode
+/// in their own formats (see its SOURCES.md). Ordinary work: none of it may be blocked.
+#[test]
+fn the_other_clis_corpus_replays_without_a_block() {
+    let Some(dir) = corpus_dir(CORPORA[1]) else {
+        return;
+    };
+    let (blocks, calls) = corpus_blocks(&dir);
     assert!(calls > 4_000, "{calls} calls");
     assert!(blocks.is_empty(), "{}", blocks.join("\n"));
+}
+
+/// All three corpora: none of their ordinary work may be blocked. `other-clis-2` still meets
+/// would-be blocks that the detector fixes of issue 36 remove (the circuit breaker opening on
+/// conversational Codex turns, …); un-ignore once they land.
+#[test]
+#[ignore = "enabled once the detector fixes land"]
+fn no_session_of_the_corpora_would_be_blocked() {
+    let mut all = Vec::new();
+    for rel in CORPORA {
+        let Some(dir) = corpus_dir(rel) else {
+            continue;
+        };
+        let (blocks, _) = corpus_blocks(&dir);
+        all.extend(blocks.into_iter().map(|b| format!("{rel}: {b}")));
+    }
+    assert!(
+        all.is_empty(),
+        "{} would-be blocks:\n{}",
+        all.len(),
+        all.join("\n")
+    );
 }

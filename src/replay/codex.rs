@@ -4,7 +4,9 @@
 //!
 //! What is read, and how:
 //! - `event_msg` `user_message` → UserPromptSubmit (its `prompt_id` the turn's `turn_id`, as
-//!   Codex's hooks carry it); `task_started` opens a turn, `task_complete` ends it (Stop, with its
+//!   Codex's hooks carry it); the same text recorded again before the model answers (review
+//!   mode writes the event twice) is the same prompt; a rollout with no such event has its
+//!   prompts read from the `response_item` user messages, Codex's own context left out; `task_started` opens a turn, `task_complete` ends it (Stop, with its
 //!   `last_agent_message`), `turn_aborted` interrupts it (no Stop);
 //! - `response_item` `function_call` / `custom_tool_call` → PreToolUse at its line's time, its
 //!   `*_output` (paired by `call_id`) → PostToolUse or PostToolUseFailure at that line's time.
@@ -14,8 +16,9 @@
 //!   live dialect maps it); other tools keep their names (`write_stdin`, `update_plan`,
 //!   `spawn_agent`, `wait_agent`, …);
 //! - success or failure: the exit code the rollout records (`exec_command_end`, the output's
-//!   `Exit code: N` or `Process exited with code N`, a patch's `metadata.exit_code`, a code-mode
-//!   cell's `exit_code`); with none (a code-mode cell that printed only the output), the text, as
+//!   `Exit code: N` or `Process exited with code N`, the older rollouts' envelope
+//!   `{"output", "metadata": {"exit_code"}}` of any tool, `shell` and `apply_patch` alike, whose
+//!   answer is its `output`, a code-mode cell's `exit_code`); with none (a code-mode cell that printed only the output), the text, as
 //!   the live hook judges it. The answer is the command's output without the header (chunk id,
 //!   wall time, token count), which is what Codex's hook gets;
 //! - a command still running when its call returned (`Process running with session ID N`) gets
@@ -86,6 +89,15 @@ fn read(text: &str) -> Rollout {
     // The success of the last patch applied (code-mode patches report it only this way).
     let mut patch_ok: Option<bool> = None;
     let mut turn_id: Option<String> = None;
+    // The person's prompt is `event_msg` `user_message`; the model's copy of it, a
+    // `response_item` user message, is read only from a rollout that records no such event.
+    let events_have_prompts = native::json_lines(text).flatten().any(|l| {
+        str_at(&l, "/type") == Some("event_msg")
+            && str_at(&l, "/payload/type") == Some("user_message")
+    });
+    // The prompt of the turn so far, until the model answers: the same text recorded again in
+    // the same turn (review mode writes its `user_message` twice) is the same prompt.
+    let mut prompt_seen: Option<String> = None;
     for line in native::json_lines(text) {
         let Some(line) = line else {
             r.skipped += 1;
@@ -125,6 +137,7 @@ fn read(text: &str) -> Rollout {
                 }
             }
             (Some("event_msg"), Some("task_started")) => {
+                prompt_seen = None;
                 turn_id = str_at(p, "/turn_id").map(str::to_string);
                 push(Step::Begin {
                     who: who.clone(),
@@ -135,16 +148,31 @@ fn read(text: &str) -> Rollout {
             // as a prompt of the person's.
             (Some("event_msg"), Some("user_message")) if who.is_none() => {
                 let text = str_at(p, "/message").unwrap_or("").to_string();
-                push(Step::Prompt {
-                    text,
-                    prompt_id: turn_id.clone(),
+                if let Some(step) = prompt(text, &mut prompt_seen, &turn_id) {
+                    push(step);
+                }
+            }
+            (Some("response_item"), Some("message"))
+                if who.is_none() && !events_have_prompts && str_at(p, "/role") == Some("user") =>
+            {
+                let text = message_text(&p["content"]);
+                if !is_injected(&text) {
+                    if let Some(step) = prompt(text, &mut prompt_seen, &turn_id) {
+                        push(step);
+                    }
+                }
+            }
+            (Some("event_msg"), Some("task_complete")) => {
+                prompt_seen = None;
+                push(Step::End {
+                    who: who.clone(),
+                    last_message: str_at(p, "/last_agent_message").map(str::to_string),
                 });
             }
-            (Some("event_msg"), Some("task_complete")) => push(Step::End {
-                who: who.clone(),
-                last_message: str_at(p, "/last_agent_message").map(str::to_string),
-            }),
-            (Some("event_msg"), Some("turn_aborted")) => push(Step::Interrupt { who: who.clone() }),
+            (Some("event_msg"), Some("turn_aborted")) => {
+                prompt_seen = None;
+                push(Step::Interrupt { who: who.clone() });
+            }
             (Some("event_msg"), Some("exec_command_end")) => {
                 if let (Some(id), Some(code)) = (str_at(p, "/call_id"), p["exit_code"].as_i64()) {
                     exit_codes.insert(id.to_string(), code);
@@ -154,6 +182,7 @@ fn read(text: &str) -> Rollout {
                 patch_ok = p["success"].as_bool();
             }
             (Some("response_item"), Some("message")) if str_at(p, "/role") == Some("assistant") => {
+                prompt_seen = None;
                 push(Step::Say {
                     who: who.clone(),
                     text: message_text(&p["content"]),
@@ -167,6 +196,7 @@ fn read(text: &str) -> Rollout {
                 let (name, input) = as_hook_call(name, p);
                 tools.insert(id.to_string(), name.clone());
                 patch_ok = None;
+                prompt_seen = None;
                 push(Step::Call {
                     who: who.clone(),
                     id: id.to_string(),
@@ -201,6 +231,25 @@ fn read(text: &str) -> Rollout {
             .extend(found.into_iter().map(|step| Timed { at, step }));
     }
     r
+}
+
+/// The prompt step for `text`, or `None` when it is the prompt this turn already has.
+fn prompt(text: String, seen: &mut Option<String>, turn_id: &Option<String>) -> Option<Step> {
+    if seen.as_deref().map(str::trim) == Some(text.trim()) {
+        return None;
+    }
+    *seen = Some(text.clone());
+    Some(Step::Prompt {
+        text,
+        prompt_id: turn_id.clone(),
+    })
+}
+
+/// A user message Codex writes itself, not the person: the project's instructions, the
+/// environment, skills, review results, an interrupted turn's notice (`<…>` blocks).
+fn is_injected(text: &str) -> bool {
+    let t = text.trim_start();
+    t.is_empty() || t.starts_with('<') || t.starts_with("# AGENTS.md instructions")
 }
 
 /// The directory a shell call ran in (`workdir`), which Codex's hooks give as `cwd`; a
@@ -407,6 +456,20 @@ fn split_header(output: &str) -> (String, Option<Option<i64>>) {
     }
 }
 
+/// The output and exit code of an envelope `{"output": "…", "metadata": {"exit_code": N, …}}`.
+fn envelope(output: &str) -> Option<(String, Option<i64>)> {
+    if !output.trim_start().starts_with('{') {
+        return None;
+    }
+    let Ok(Value::Object(r)) = serde_json::from_str::<Value>(output) else {
+        return None;
+    };
+    let text = r.get("output")?.as_str()?;
+    let metadata = r.get("metadata")?.as_object()?;
+    let code = metadata.get("exit_code").and_then(Value::as_i64);
+    Some((text.to_string(), code))
+}
+
 /// The answer as Codex's hook gets it, and whether the call failed; `None`: the command was still
 /// running when the call returned.
 fn answer(
@@ -436,16 +499,18 @@ fn answer(
             }
         }
     }
+    // The older rollouts' envelope, any tool's (`shell`, `apply_patch`, …):
+    // `{"output": "…", "metadata": {"exit_code": 0, "duration_seconds": 0.0}}`. The answer is
+    // its `output`, the failure its exit code.
+    if let Some((text, code)) = envelope(output) {
+        let (body, header_code) = split_header(&text);
+        let code = code.or(header_code.flatten()).or(exit_code);
+        return match header_code {
+            Some(None) => None,
+            _ => Some(Answer::new(json!(body), code.map(|c| c != 0))),
+        };
+    }
     if tool == "apply_patch" || tool == "Write" || tool == "Edit" {
-        // `{"output": "Success. …", "metadata": {"exit_code": 0}}`, or the failure's text.
-        if let Ok(Value::Object(r)) = serde_json::from_str::<Value>(output) {
-            let text = r.get("output").and_then(Value::as_str).unwrap_or("");
-            let code = r
-                .get("metadata")
-                .and_then(|m| m.get("exit_code"))
-                .and_then(Value::as_i64);
-            return Some(Answer::new(json!(text), code.map(|c| c != 0)));
-        }
         if output.starts_with("apply_patch verification failed") {
             return Some(Answer::new(json!(output), Some(true)));
         }
@@ -497,6 +562,161 @@ mod tests {
         )
         .unwrap();
         assert_eq!(a.failed, Some(false));
+    }
+
+    /// A rollout's lines from `(type, payload)` pairs, a second apart.
+    fn rollout(lines: &[(&str, Value)]) -> String {
+        let mut out = vec![
+            json!({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta",
+                                  "payload": {"id": "t1", "cwd": "/p"}})
+            .to_string(),
+        ];
+        for (i, (kind, payload)) in lines.iter().enumerate() {
+            let at = format!("2026-01-01T00:00:{:02}Z", i + 1);
+            out.push(json!({"timestamp": at, "type": kind, "payload": payload}).to_string());
+        }
+        out.join("\n")
+    }
+
+    fn user_item(text: &str) -> (&'static str, Value) {
+        (
+            "response_item",
+            json!({"type": "message", "role": "user",
+                   "content": [{"type": "input_text", "text": text}]}),
+        )
+    }
+
+    fn user_event(text: &str) -> (&'static str, Value) {
+        (
+            "event_msg",
+            json!({"type": "user_message", "message": text, "images": []}),
+        )
+    }
+
+    fn prompts(text: &str) -> Vec<String> {
+        convert_group(text, &[], "fb")
+            .payloads
+            .iter()
+            .filter(|p| p.event == "UserPromptSubmit")
+            .map(|p| p.payload["prompt"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_prompt_recorded_twice_in_a_turn_is_one_prompt() {
+        let said = (
+            "response_item",
+            json!({"type": "message", "role": "assistant",
+                   "content": [{"type": "output_text", "text": "ok"}]}),
+        );
+        let review = "Review the code changes against the base branch 'main'.";
+        // The model's copy and the event; review mode's event written twice.
+        let text = rollout(&[
+            user_item("# AGENTS.md instructions for /p\n\n<INSTRUCTIONS>x</INSTRUCTIONS>"),
+            user_item("<environment_context>\n  <cwd>/p</cwd>\n</environment_context>"),
+            user_item("fix the build"),
+            user_event("fix the build"),
+            said.clone(),
+            user_event(review),
+            user_event(review),
+            said.clone(),
+            // The same words again after the model answered: a prompt of its own.
+            user_item("ok"),
+            user_event("ok"),
+            said.clone(),
+            user_item("ok"),
+            user_event("ok"),
+        ]);
+        assert_eq!(prompts(&text), ["fix the build", review, "ok", "ok"]);
+        // A rollout without prompt events: the model's copies, the CLI's own context left out.
+        let text = rollout(&[
+            user_item("<environment_context>\n  <cwd>/p</cwd>\n</environment_context>"),
+            user_item("fix the build"),
+            said.clone(),
+            user_item("again"),
+            user_item("again"),
+        ]);
+        assert_eq!(prompts(&text), ["fix the build", "again"]);
+    }
+
+    #[test]
+    fn the_older_output_envelope_is_read_for_every_tool() {
+        let env = |output: &str, code: i64| {
+            json!({"output": output, "metadata": {"exit_code": code, "duration_seconds": 0.0}})
+                .to_string()
+        };
+        // `shell`: the answer is the envelope's output, the failure its exit code.
+        let a = answer("Bash", &env("", 0), None, None).unwrap();
+        assert_eq!((a.raw, a.failed), (json!(""), Some(false)));
+        let a = answer(
+            "Bash",
+            &env("cat: x: No such file or directory\n", 1),
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (a.raw, a.failed),
+            (json!("cat: x: No such file or directory\n"), Some(true))
+        );
+        let a = answer("update_plan", &env("Plan updated", 0), None, None).unwrap();
+        assert_eq!((a.raw, a.failed), (json!("Plan updated"), Some(false)));
+        // Still running: no outcome yet, envelope or not.
+        let running =
+            "Chunk ID: 1\nWall time: 10.0 seconds\nProcess running with session ID 7\nOutput:\n";
+        assert!(answer("Bash", &env(running, 0), None, None).is_none());
+        assert!(answer("write_stdin", running, None, None).is_none());
+        // Other JSON is an answer as it is.
+        let a = answer(
+            "mcp__db__query",
+            r#"{"output": "rows", "rows": 3}"#,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(a.raw, json!(r#"{"output": "rows", "rows": 3}"#));
+
+        // Played: the shell's empty success is an empty answer, its exit 1 a failure.
+        let call = |id: &str, cmd: &str| {
+            (
+                "response_item",
+                json!({"type": "function_call", "name": "shell", "call_id": id,
+                       "arguments": json!({"command": ["bash", "-lc", cmd]}).to_string()}),
+            )
+        };
+        let out = |id: &str, output: String| {
+            (
+                "response_item",
+                json!({"type": "function_call_output", "call_id": id, "output": output}),
+            )
+        };
+        let text = rollout(&[
+            user_event("go"),
+            call("c1", "mkdir -p a"),
+            out("c1", env("", 0)),
+            call("c2", "cat x"),
+            out("c2", env("cat: x: No such file or directory\n", 1)),
+        ]);
+        let c = convert_group(&text, &[], "fb");
+        let post: Vec<(&str, Value)> = c
+            .payloads
+            .iter()
+            .filter(|p| p.event.starts_with("PostToolUse"))
+            .map(|p| {
+                let r = p.payload.get("tool_response").or(p.payload.get("error"));
+                (p.event, r.cloned().unwrap_or(Value::Null))
+            })
+            .collect();
+        assert_eq!(
+            post,
+            [
+                ("PostToolUse", json!({"stdout": "", "stderr": ""})),
+                (
+                    "PostToolUseFailure",
+                    json!("cat: x: No such file or directory\n")
+                ),
+            ]
+        );
     }
 
     #[test]

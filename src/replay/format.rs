@@ -10,7 +10,9 @@
 //! - Qwen Code (current releases): JSONL records `{"type": "user"|"assistant"|"tool_result"|
 //!   "system", "message": {"role", "parts": […]}}`: Claude Code's outline with Gemini's content.
 //! - Gemini CLI (and Qwen Code before its JSONL records): one JSON object `{"sessionId",
-//!   "messages": [{"type": "user"|"gemini", …}]}`; Qwen's is told by its tool names.
+//!   "messages": [{"type": "user"|"gemini", …}]}`; Qwen's is told by its tool names. Gemini CLI's
+//!   current JSONL chat records: a first line `{"sessionId", "projectHash", …}`, then messages
+//!   and `{"$set": …}` updates ([`super::gemini::fold_records`]).
 //! - OpenCode: one JSON object `{"info": {"id": "ses_…"}, "messages": [{"info", "parts"}]}`, as
 //!   `opencode export` prints it (a child session, a subagent's, names its parent: `parentID`).
 
@@ -83,6 +85,18 @@ pub fn inspect(text: &str) -> (Cli, Kind) {
         if let Some(found) = whole.as_ref().and_then(one_object) {
             return found;
         }
+        if whole.as_ref().is_some_and(super::gemini::is_records_header) {
+            if let Some((chat, _)) = super::gemini::fold_records(text) {
+                let messages = chat["messages"].as_array().map(Vec::as_slice);
+                let session = str_of(&chat, "/sessionId").map(str::to_string);
+                return (
+                    gemini_or_qwen(messages.unwrap_or(&[])),
+                    Kind::Session {
+                        session_id: session,
+                    },
+                );
+            }
+        }
     }
     for raw in text.lines().take(200) {
         let raw = raw.trim();
@@ -96,7 +110,59 @@ pub fn inspect(text: &str) -> (Cli, Kind) {
             return found;
         }
     }
-    (Cli::Claude, transcript::inspect(text))
+    match transcript::inspect(text) {
+        Kind::NotTranscript => (Cli::Claude, unreadable(text).unwrap_or(Kind::NotTranscript)),
+        kind => (Cli::Claude, kind),
+    }
+}
+
+/// Why a file that is no session file cannot be read as JSON at all; `None` when it is JSON (or
+/// JSON lines) of some other shape.
+fn unreadable(text: &str) -> Option<Kind> {
+    let why = |s: String| Some(Kind::Unreadable(s));
+    if text.trim().is_empty() {
+        return why("empty file".into());
+    }
+    if text.contains('\0') || text.contains('\u{FFFD}') {
+        return why("not a text file (binary or not UTF-8)".into());
+    }
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (n, first) = lines.next()?;
+    let first = first.trim();
+    if !(first.starts_with('{') || first.starts_with('[')) {
+        let shown: String = first.chars().take(40).collect();
+        return why(format!("not JSON (line {}: `{shown}`)", n + 1));
+    }
+    // A whole JSON document, or JSON lines: where is it broken?
+    let whole = match serde_json::from_str::<Value>(text) {
+        Ok(_) => return None,
+        Err(e) => e,
+    };
+    let broken = |line: usize, e: &serde_json::Error| {
+        let text = e.to_string();
+        let what = text.split(" at line ").next().unwrap_or(&text).to_string();
+        why(format!(
+            "broken JSON at line {line}, column {}: {what}",
+            e.column()
+        ))
+    };
+    if serde_json::from_str::<Value>(first).is_err() {
+        // One pretty-printed document.
+        return broken(whole.line(), &whole);
+    }
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Err(e) = serde_json::from_str::<Value>(line) {
+            return broken(n + 1, &e);
+        }
+    }
+    None
 }
 
 fn str_of<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -242,7 +308,34 @@ mod tests {
         let claude = r#"{"type":"user","sessionId":"s","message":{"role":"user","content":"hi"}}"#;
         assert_eq!(inspect(claude).0, Cli::Claude);
         assert_eq!(inspect("{\"a\": 1}\n").1, Kind::NotTranscript);
-        assert_eq!(inspect("not json").1, Kind::NotTranscript);
-        assert_eq!(inspect("{\n  \"a\": [1,\n").1, Kind::NotTranscript);
+        assert_eq!(inspect("[1, 2]").1, Kind::NotTranscript);
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_read_says_why() {
+        let why = |text: &str| match inspect(text).1 {
+            Kind::Unreadable(why) => why,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(why(""), "empty file");
+        assert_eq!(why(" \n\n"), "empty file");
+        assert_eq!(why("not json"), "not JSON (line 1: `not json`)");
+        assert_eq!(
+            why("\u{FFFD}PNG\u{1a}"),
+            "not a text file (binary or not UTF-8)"
+        );
+        // A pretty-printed document cut short: the document's error.
+        assert_eq!(
+            why("{\n  \"a\": [1,\n"),
+            "broken JSON at line 3, column 0: EOF while parsing a value"
+        );
+        // JSON lines with a broken one, none of them a session's.
+        assert_eq!(
+            why("{\"a\": 1}\n\n{\"b\": tru}\n"),
+            "broken JSON at line 3, column 10: expected ident"
+        );
+        // A session file with a broken line is still a session file (the line is counted).
+        let codex = "{\"timestamp\":\"2026-01-01T00:00:00Z\",\"type\":\"session_meta\",\"payload\":{\"id\":\"t1\"}}\n{\"broken";
+        assert_eq!(inspect(codex).0, Cli::Codex);
     }
 }

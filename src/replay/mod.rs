@@ -110,6 +110,9 @@ pub struct SessionReport {
     pub fired: Vec<Fired>,
     /// What each loop cost, from the main transcript's token usage.
     pub loops: Vec<crate::replay::cost::LoopCost>,
+    /// Lines of the session's files that could not be read (not JSON, or a record of no known
+    /// shape): the rest of the file was replayed without them.
+    pub skipped_lines: usize,
 }
 
 /// Replays one transcript's text through the engine.
@@ -199,6 +202,7 @@ pub fn replay_session(
         loops,
         stops,
         fired,
+        skipped_lines: conv.skipped_lines,
     }
 }
 
@@ -310,6 +314,9 @@ fn judge_all(
 pub struct Found {
     pub path: PathBuf,
     pub label: String,
+    /// Why it cannot be read, known while looking (a directory that cannot be listed, a link
+    /// to nothing): [`plan`] reports it as skipped.
+    pub problem: Option<String>,
 }
 
 /// How deep `collect` looks into directories (`~/.claude/projects/<project>/<session>/subagents/`
@@ -329,6 +336,7 @@ pub fn collect(paths: &[PathBuf]) -> std::io::Result<Vec<Found>> {
             out.push(Found {
                 path: p.clone(),
                 label: p.display().to_string(),
+                problem: None,
             });
         }
     }
@@ -336,32 +344,73 @@ pub fn collect(paths: &[PathBuf]) -> std::io::Result<Vec<Found>> {
 }
 
 fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<Found>) -> std::io::Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)?.filter_map(Result::ok).collect();
+    let label = |path: &Path| {
+        path.strip_prefix(root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    };
+    let mut problem = |path: &Path, why: String| {
+        out.push(Found {
+            path: path.to_path_buf(),
+            label: label(path),
+            problem: Some(why),
+        })
+    };
+    let mut entries = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        match e {
+            Ok(e) => entries.push(e),
+            Err(e) => problem(dir, format!("cannot list the whole directory: {e}")),
+        }
+    }
     entries.sort_by_key(|e| e.file_name());
     let mut subdirs = Vec::new();
+    let mut files = Vec::new();
     for e in entries {
         let path = e.path();
-        let Ok(ft) = e.file_type() else { continue };
+        let ft = match e.file_type() {
+            Ok(ft) => ft,
+            Err(err) => {
+                problem(&path, format!("cannot tell what it is: {err}"));
+                continue;
+            }
+        };
         if ft.is_dir() {
             subdirs.push(path);
         } else if path
             .extension()
             .is_some_and(|x| x == "jsonl" || x == "json")
-            && path.is_file()
         {
-            let label = path
-                .strip_prefix(root)
-                .unwrap_or(&path)
-                .display()
-                .to_string();
-            out.push(Found { path, label });
+            if path.is_file() {
+                files.push(path);
+            } else if ft.is_symlink() && std::fs::metadata(&path).is_err() {
+                problem(&path, "a symbolic link to nothing".into());
+            }
         }
     }
-    if depth < MAX_DEPTH {
-        for d in subdirs {
-            // A directory that cannot be listed is skipped like an unreadable file.
-            let _ = walk(root, &d, depth + 1, out);
-        }
+    for path in files {
+        out.push(Found {
+            label: label(&path),
+            path,
+            problem: None,
+        });
+    }
+    for d in subdirs {
+        // A directory that is not searched is named, like an unreadable file.
+        let why = if depth >= MAX_DEPTH {
+            format!("a directory more than {MAX_DEPTH} levels down: not searched")
+        } else {
+            match walk(root, &d, depth + 1, out) {
+                Ok(()) => continue,
+                Err(e) => format!("cannot list the directory: {e}"),
+            }
+        };
+        out.push(Found {
+            label: label(&d),
+            path: d,
+            problem: Some(why),
+        });
     }
     Ok(())
 }
@@ -396,9 +445,14 @@ pub fn plan(found: Vec<Found>, kind_of: impl Fn(&Path) -> Result<(Cli, Kind), St
     let mut pending: Vec<(Cli, Option<String>, Found)> = Vec::new();
     let mut skipped = Vec::new();
     for f in found {
+        if let Some(why) = &f.problem {
+            skipped.push((f.label, why.clone()));
+            continue;
+        }
         match kind_of(&f.path) {
             Err(why) => skipped.push((f.label, why)),
             Ok((_, Kind::NotTranscript)) => skipped.push((f.label, NOT_A_SESSION.to_string())),
+            Ok((_, Kind::Unreadable(why))) => skipped.push((f.label, why)),
             Ok((cli, Kind::Session { session_id })) => {
                 if let Some(s) = session_id {
                     main_of.entry((cli, s)).or_insert(groups.len());
@@ -525,6 +579,7 @@ mod tests {
         Found {
             path: PathBuf::from(label),
             label: label.to_string(),
+            problem: None,
         }
     }
 

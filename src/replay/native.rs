@@ -123,7 +123,21 @@ pub(crate) fn json_lines(text: &str) -> impl Iterator<Item = Option<Value>> + '_
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_str::<Value>(l).ok())
+        .flat_map(|l| match line_records(l) {
+            Some(records) => records.into_iter().map(Some).collect(),
+            None => vec![None],
+        })
+}
+
+/// The JSON values of one line: one, or several written without a newline between them (seen
+/// in Entire's copies of Claude Code transcripts: a `summary` record glued to the line before);
+/// `None` when any of it is not JSON.
+pub(crate) fn line_records(line: &str) -> Option<Vec<Value>> {
+    let mut out = Vec::with_capacity(1);
+    for v in serde_json::Deserializer::from_str(line).into_iter::<Value>() {
+        out.push(v.ok()?);
+    }
+    Some(out)
 }
 
 /// Milliseconds since the epoch as a time.
@@ -493,6 +507,22 @@ mod tests {
 
     fn t(ms: u64, step: Step) -> Timed {
         Timed { at: at(ms), step }
+    }
+
+    #[test]
+    fn records_glued_on_one_line_are_each_read() {
+        let text = "{\"a\":1}{\"b\":2}\n\n{\"c\":3}\n{\"d\":\n";
+        let lines: Vec<Option<Value>> = json_lines(text).collect();
+        assert_eq!(
+            lines,
+            [
+                Some(json!({"a": 1})),
+                Some(json!({"b": 2})),
+                Some(json!({"c": 3})),
+                None
+            ]
+        );
+        assert_eq!(line_records("{\"a\":1} x"), None);
     }
 
     #[test]

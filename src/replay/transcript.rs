@@ -88,6 +88,9 @@ pub struct ConvertedPayload {
 pub enum Kind {
     /// No `user` / `assistant` line: not a Claude Code transcript.
     NotTranscript,
+    /// Not a session file because it cannot be read as one at all (empty, not text, not JSON,
+    /// broken JSON), and why; told by [`super::format::inspect`].
+    Unreadable(String),
     /// A session's main transcript.
     Session { session_id: Option<String> },
     /// A subagent's own transcript (every line carries `agentId` or `isSidechain`).
@@ -185,8 +188,8 @@ fn parse_lines(text: &str) -> (Vec<Value>, usize) {
         if raw.is_empty() {
             continue;
         }
-        match serde_json::from_str::<Value>(raw) {
-            Ok(v @ Value::Object(_)) => lines.push(v),
+        match super::native::line_records(raw) {
+            Some(records) if records.iter().all(Value::is_object) => lines.extend(records),
             _ => skipped += 1,
         }
     }
