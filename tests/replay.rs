@@ -1012,7 +1012,6 @@ fn the_other_clis_corpus_replays_without_a_block() {
 /// would-be blocks that the detector fixes of issue 36 remove (the circuit breaker opening on
 /// conversational Codex turns, …); un-ignore once they land.
 #[test]
-#[ignore = "enabled once the detector fixes land"]
 fn no_session_of_the_corpora_would_be_blocked() {
     let mut all = Vec::new();
     for rel in CORPORA {

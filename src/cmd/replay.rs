@@ -89,6 +89,13 @@ pub fn run(paths: &[PathBuf], config: &Config, as_json: bool, blocks_only: bool)
         return Ok(());
     }
     for r in &reports {
+        if r.skipped_lines > 0 {
+            eprintln!(
+                "loopgate replay: {}: {} left out (not a record this CLI writes)",
+                r.file,
+                count(r.skipped_lines as u64, "unreadable line")
+            );
+        }
         print_session(r, blocks_only);
     }
     print_summary(&reports, skipped.len());
