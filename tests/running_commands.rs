@@ -1,6 +1,6 @@
-//! Issue 36, point 2: a command still running has not failed, and a poll that waits is waiting.
-//! Each test plays a CLI's own payloads through the binary, as its hooks send them, with the
-//! clock moved as the real session's was.
+//! Issue 36 on the CLIs other than Claude Code, through the binary with each CLI's own payloads
+//! and the clock moved as a real session's was: a command still running has not failed, a poll
+//! that waits is waiting, and a person's words are never refused.
 
 use crate::common::{Env, Out};
 use serde_json::{json, Value};
@@ -144,4 +144,58 @@ fn a_copilot_read_powershell_with_a_delay_is_waiting_not_repeating() {
                 "textResultForLlm": "   Compiling loopgate v0.1.0\n<shellId: 1 still running>"}});
         s.feed("post-tool-use", post, 120);
     }
+}
+
+/// A person on Codex (which never says whether anyone attends) answers "please" again and again
+/// while the agent's turns fail the same way (seen in a real session: `git switch main` refused
+/// for local changes, four times). The same words again may be a person's: they go ahead, told,
+/// and so does a new instruction after them; tool calls of those turns run.
+#[test]
+fn a_codex_person_repeating_please_after_failed_turns_is_never_refused() {
+    let mut s = Session::new("codex");
+    let prompt = |s: &Session, turn: u32, text: &str| {
+        json!({"session_id": "codex-run", "turn_id": format!("turn-{turn}"), "cwd": s.env.project,
+            "transcript_path": "/dev/null", "hook_event_name": "UserPromptSubmit",
+            "model": "gpt-5.5", "permission_mode": "bypassPermissions", "prompt": text})
+    };
+    let patch = json!({"command": "*** Begin Patch\n*** Update File: a.txt\n@@\n-not there\n+x\n*** End Patch\n"});
+    for turn in 1..=5u32 {
+        let p = prompt(&s, turn, "お願いします");
+        let out = s.feed("user-prompt-submit", p, 20);
+        assert!(
+            !out.stdout.contains("\"block\""),
+            "turn {turn}: the person's prompt was refused: {}",
+            out.stdout
+        );
+        // A patch that never applies (no PostToolUse), tried twice: a turn that tried and failed.
+        for _ in 0..2 {
+            let mut pre = s.codex("PreToolUse", "apply_patch", patch.clone(), None);
+            pre["turn_id"] = json!(format!("turn-{turn}"));
+            s.feed("pre-tool-use", pre, 5);
+        }
+        let stop = json!({"session_id": "codex-run", "turn_id": format!("turn-{turn}"),
+            "cwd": s.env.project, "transcript_path": "/dev/null", "hook_event_name": "Stop",
+            "model": "gpt-5.5", "permission_mode": "bypassPermissions",
+            "stop_hook_active": false, "last_assistant_message": "It still fails."});
+        s.feed("stop", stop, 5);
+    }
+    let breaker = &s.env.status()[0]["breaker"];
+    assert_ne!(
+        breaker["state"], "CLOSED",
+        "the turns were counted: {breaker}"
+    );
+    let out = s.feed(
+        "user-prompt-submit",
+        prompt(&s, 6, "Stash the local changes first."),
+        20,
+    );
+    assert!(!out.stdout.contains("\"block\""), "{}", out.stdout);
+    let mut pre = s.codex("PreToolUse", "Bash", json!({"command": "git stash"}), None);
+    pre["turn_id"] = json!("turn-6");
+    let out = s.feed("pre-tool-use", pre, 5);
+    assert_eq!(
+        refused("codex", &out),
+        None,
+        "the new turn's call was refused"
+    );
 }

@@ -233,8 +233,9 @@ pub fn on_permission(c: &mut Ceiling, turn: u32, session: &str) -> Option<Verdic
 }
 
 /// At a new prompt: past the session bound, the prompt of a turn that tried and failed, sent
-/// again (`refeed`), is refused (`Deny`, nothing is sent to the model) unless a person is known
-/// to attend. New words, or a person's, go ahead with the person told (`Warn`).
+/// again (`refeed`) where the CLI says nobody attends, is refused (`Deny`, nothing is sent to
+/// the model). New words, or words that may be a person's, go ahead with the person told
+/// (`Warn`).
 pub fn on_prompt(
     c: &Ceiling,
     attended: Option<bool>,
@@ -244,7 +245,8 @@ pub fn on_prompt(
     if c.ended_turns < SESSION_BOUND {
         return None;
     }
-    let refused = refeed && crate::protocol::verdict::refuses_prompt(attended);
+    // As the breaker: only where the CLI says nobody attends is the same prompt again a script's.
+    let refused = refeed && attended == Some(false);
     let attended = if refused { attended } else { Some(true) };
     let reason = if refused {
         format!(
@@ -455,8 +457,8 @@ mod tests {
         );
         assert_eq!(
             on_prompt(&c, None, true, "s").unwrap().action,
-            Action::Deny,
-            "nobody is known to attend: refused, as the breaker does"
+            Action::Warn,
+            "a CLI that never says who attends: the same words may be a person's, told"
         );
         for attended in [None, Some(false), Some(true)] {
             assert_eq!(

@@ -11,6 +11,22 @@ pub const MIN_WAIT_S: f64 = 2.0;
 /// Claude Code's `TaskOutput` blocks by default for up to 30 s.
 const TASK_OUTPUT_DEFAULT_MS: f64 = 30_000.0;
 
+/// Tools that poll a command started earlier (Codex's `write_stdin`, Claude Code's
+/// `BashOutput`/`TaskOutput`, Copilot CLI's `read_*`/`write_*` shells): they belong to that
+/// command, and one still waiting for it has no outcome yet.
+pub fn polls(tool: &str) -> bool {
+    matches!(
+        tool,
+        "write_stdin"
+            | "BashOutput"
+            | "TaskOutput"
+            | "read_bash"
+            | "write_bash"
+            | "read_powershell"
+            | "write_powershell"
+    )
+}
+
 /// Tools whose call is itself a wait on work running elsewhere (a background shell, a worker, a
 /// subagent): the real time such a call took is waiting, whatever its input says.
 pub fn waits_by_nature(tool: &str, input: &Value) -> bool {

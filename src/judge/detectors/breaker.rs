@@ -177,15 +177,18 @@ pub fn person_prompted(b: &mut Breaker, session: &str, now_ms: u64, new: bool) -
 }
 
 /// At a prompt, the main agent's, while the circuit is OPEN: the prompt of a turn that tried
-/// and failed, sent again where no person is known to attend, is an outer loop's next iteration
-/// and is refused (it costs nothing then); every other prompt goes ahead, and the person is told.
+/// and failed, sent again where the CLI says no person attends, is an outer loop's next
+/// iteration and is refused (it costs nothing then); every other prompt goes ahead, and the
+/// person is told.
 pub fn at_prompt(p: &super::Prompt, g: &mut super::Gates) -> Option<Verdict> {
     if !p.main {
         return None;
     }
     let mut v = check(g.breaker, p.session, p.now_ms, &p.config.breaker)?;
     let new = !p.refeed;
-    if !new && crate::protocol::verdict::refuses_prompt(p.attended) {
+    // Only where the CLI says nobody attends (Claude Code's headless runs): elsewhere the
+    // same words again may well be a person's ("please", "2"), and a person is never refused.
+    if !new && p.attended == Some(false) {
         v.reason = v.reason.replacen(
             "so tool calls are paused. Tell the user what you tried and what blocks you.",
             "and this prompt is the one those turns were given, sent again, so it was not sent to \

@@ -21,7 +21,8 @@ use serde_json::Value;
 /// as a failure, so a retried patch that never applies counts like any other repeated failure.
 /// A shell command is different: Codex answers nothing either for one still running when its
 /// call returned (`Process running with session ID N`, then polled with `write_stdin`), and a
-/// command still running has not failed. It has no outcome the hook can see: it is let go.
+/// command still running has not failed, nor has a poll of it still waiting. Neither has an
+/// outcome the hook can see: it is let go.
 pub(super) fn close_silent_failure(state: &mut SessionState, p: &Payload, ctx: &Ctx) {
     let input = p.tool_input.as_ref().unwrap_or(&Value::Null);
     let key = call_key(p.tool(), input);
@@ -36,7 +37,7 @@ pub(super) fn close_silent_failure(state: &mut SessionState, p: &Payload, ctx: &
     else {
         return;
     };
-    if ToolClass::of(p.tool()) == ToolClass::Shell {
+    if ToolClass::of(p.tool()) == ToolClass::Shell || crate::judge::wait::polls(p.tool()) {
         agent.ledger.pending.remove(at);
         return;
     }
