@@ -569,3 +569,153 @@ fn copilots_permission_hook_ends_the_turn_at_the_ceiling() {
     let reason = denial_reason("copilot", &out).unwrap_or_default();
     assert!(reason.contains("this turn is over"), "{}", out.stdout);
 }
+
+/// Issue 36: a failed edit reaches loopgate from Gemini's AfterTool (`tool_response.error`), Qwen's
+/// and Copilot's PostToolUseFailure, and is recorded as a failed edit: it counts as a failure and
+/// arms the Stop gate (`turn.edit_failures`), as Claude Code's rejected Edit does.
+#[test]
+fn a_failed_edit_or_write_is_a_failed_edit_in_every_clis_words() {
+    let cases: Vec<(&str, &str, Value)> = vec![
+        (
+            "gemini",
+            "post-tool-use",
+            json!({"session_id": "e1", "hook_event_name": "AfterTool", "tool_name": "replace",
+                   "tool_input": {"file_path": "/p/README.md", "instruction": "x", "old_string": "gone", "new_string": "x"},
+                   "tool_response": {"llmContent": "Failed to edit, 0 occurrences found for old_string in /p/README.md. No edits made.",
+                                     "error": {"message": "Failed to edit, 0 occurrences found for old_string in /p/README.md. No edits made.",
+                                               "type": "edit_no_occurrence_found"}}}),
+        ),
+        (
+            "gemini",
+            "post-tool-use",
+            json!({"session_id": "e1", "hook_event_name": "AfterTool", "tool_name": "write_file",
+                   "tool_input": {"file_path": "/p/out.txt", "content": "x"},
+                   "tool_response": {"llmContent": "Error writing to file: EACCES: permission denied",
+                                     "error": {"message": "Error writing to file: EACCES: permission denied", "type": "file_write_failure"}}}),
+        ),
+        (
+            "qwen",
+            "post-tool-use-failure",
+            json!({"session_id": "e1", "hook_event_name": "PostToolUseFailure", "tool_name": "edit",
+                   "tool_use_id": "toolu_1", "tool_input": {"file_path": "/p/README.md", "old_string": "gone", "new_string": "x"},
+                   "error": "Failed to edit, could not find the string to replace."}),
+        ),
+        (
+            "qwen",
+            "post-tool-use-failure",
+            json!({"session_id": "e1", "hook_event_name": "PostToolUseFailure", "tool_name": "write_file",
+                   "tool_use_id": "toolu_2", "tool_input": {"file_path": "/p/out.txt", "content": "x"},
+                   "error": "Error writing to file: EACCES: permission denied"}),
+        ),
+        (
+            "copilot",
+            "post-tool-use-failure",
+            json!({"sessionId": "e1", "toolName": "edit",
+                   "toolArgs": {"path": "/p/README.md", "old_str": "gone", "new_str": "x"},
+                   "error": "No match found"}),
+        ),
+    ];
+    for (cli, sub, payload) in cases {
+        let env = Env::new();
+        let out = feed(&env, Some(cli), sub, payload.to_string().as_bytes());
+        assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{cli} {payload}");
+        let s = &env.status()[0];
+        assert_eq!(s["totals"]["failures"], 1, "{cli} {payload}: {s}");
+        assert_eq!(s["turn"]["edit_failures"], 1, "{cli} {payload}: {s}");
+    }
+}
+
+/// Gemini's next-speaker check sends `Please continue.` by itself (BeforeAgent fires): that is no
+/// person's new request, so a deploy failing the same way across such turns is still a repeat.
+#[test]
+fn an_automatic_continue_is_no_new_turn_and_the_same_failure_is_still_a_repeat() {
+    let run = |continues: bool| -> Option<usize> {
+        let env = Env::new();
+        assert!(gemini_prompt(&env, "deploy the app"));
+        let input = json!({"command": "npm run deploy", "description": "deploy"});
+        for call in 1..=5 {
+            let before = gemini(
+                &env,
+                "BeforeTool",
+                json!({"tool_name": "run_shell_command", "tool_input": input}),
+            );
+            let out = feed(&env, Some("gemini"), "pre-tool-use", before.as_bytes());
+            if denial_reason("gemini", &out).is_some() {
+                return Some(call);
+            }
+            let after = gemini(
+                &env,
+                "AfterTool",
+                json!({"tool_name": "run_shell_command", "tool_input": input, "tool_response": {
+                    "llmContent": "Output: Error: deploy target prod rejected the release: quota exhausted for project 4411\nExit Code: 1"}}),
+            );
+            feed(&env, Some("gemini"), "post-tool-use", after.as_bytes());
+            if continues {
+                assert!(gemini_prompt(&env, "Please continue."));
+            }
+        }
+        None
+    };
+    assert!(
+        run(true).is_some(),
+        "the same failure across automatic continue turns is never refused"
+    );
+    assert_eq!(
+        run(true),
+        run(false),
+        "an automatic continue changes nothing"
+    );
+}
+
+/// A person's new prompt is a new turn: the same command may fail again after it.
+#[test]
+fn a_persons_new_prompt_still_starts_a_turn_on_gemini() {
+    let env = Env::new();
+    assert!(gemini_prompt(&env, "deploy the app"));
+    let turn = |env: &Env| env.status()[0]["turn"]["number"].clone();
+    let before = turn(&env);
+    assert!(gemini_prompt(&env, "Please continue."));
+    assert_eq!(turn(&env), before);
+    assert!(gemini_prompt(&env, "now deploy to staging instead"));
+    assert_ne!(turn(&env), before);
+}
+
+/// Copilot's `powershell` tool is a shell: without `pwsh` every call of it fails the same way,
+/// and going back to it again and again is refused, whatever the commands.
+#[test]
+fn copilots_powershell_without_pwsh_is_an_environment_loop() {
+    let env = Env::new();
+    let call = |cmd: &str| json!({"sessionId": "c9", "toolName": "powershell", "toolArgs": {"command": cmd, "description": "run"}});
+    let mut denied = None;
+    for (n, cmd) in [
+        "Get-ChildItem",
+        "Get-Content README.md",
+        "Test-Path src",
+        "Get-ChildItem src",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = feed(
+            &env,
+            Some("copilot"),
+            "pre-tool-use",
+            call(cmd).to_string().as_bytes(),
+        );
+        if let Some(reason) = denial_reason("copilot", &out) {
+            denied = Some((n + 1, reason));
+            break;
+        }
+        let mut failed = call(cmd);
+        failed["error"] = json!("<exited with error: pwsh not available>");
+        feed(
+            &env,
+            Some("copilot"),
+            "post-tool-use-failure",
+            failed.to_string().as_bytes(),
+        );
+    }
+    let (n, reason) = denied.expect("never refused");
+    assert_eq!(n, 4, "{reason}");
+    assert!(reason.contains("pwsh"), "{reason}");
+}

@@ -409,15 +409,137 @@ pub fn classify_error(error: &str) -> ErrorClass {
         "modulenotfounderror",
         "cannot find module",
     ];
-    if TRANSIENT.iter().any(|p| e.contains(p)) {
-        ErrorClass::Transient
-    } else if is_environment(&e) {
+    // A missing program is missing however the text around it reads (a command named
+    // `timeout …`, Qwen's `Command:` header echoing it): waiting never installs it.
+    if is_environment(&e) {
         ErrorClass::Environment
-    } else if DETERMINISTIC.iter().any(|p| e.contains(p)) {
+    } else if TRANSIENT.iter().any(|p| e.contains(p)) {
+        ErrorClass::Transient
+    } else if DETERMINISTIC.iter().any(|p| e.contains(p))
+        || edit_missed(error)
+        || refused_arguments(&e)
+    {
         ErrorClass::Deterministic
     } else {
         ErrorClass::Unknown
     }
+}
+
+/// An edit that failed because the text it was to replace is not in the file, in each CLI's
+/// words: Claude Code's, Gemini's `replace`, Qwen's `edit`, Copilot's `edit`, Codex's patch.
+/// The same file unchanged gives the same answer to any retry of it.
+pub fn edit_missed(error: &str) -> bool {
+    const MISSED: &[&str] = &[
+        // Claude Code.
+        "string to replace not found",
+        "not found in file",
+        // Gemini CLI and Qwen Code (`Failed to edit, 0 occurrences found for old_string …`).
+        "0 occurrences found for old_string",
+        "could not find an exact match for",
+        "could not find the string to replace",
+        // Codex's apply_patch.
+        "failed to find expected lines",
+        "failed to find context",
+    ];
+    let head = error[..floor_char_boundary(error, 600)].to_ascii_lowercase();
+    // Copilot's `edit` says only this (observed): the whole answer, never a line of output.
+    head.trim() == "no match found" || MISSED.iter().any(|m| head.contains(m))
+}
+
+/// A tool that refused its own arguments before anything ran (`questions must be an array`,
+/// `only one task can be in_progress`, a header over its length limit): the same arguments are
+/// refused the same way every time. Only where no program ran (the text carries no exit code),
+/// so a command's own output that says "must be" is never read as one.
+fn refused_arguments(e: &str) -> bool {
+    const REFUSALS: &[&str] = &[
+        "must be an array",
+        "must be an object",
+        "must be a string",
+        "must be a number",
+        "must be a boolean",
+        "must be one of",
+        "must be at most",
+        "must be at least",
+        "must be less than",
+        "must not exceed",
+        "must not be empty",
+        "must have required property",
+        "must not have additional properties",
+        "must not be longer than",
+        // JSON-schema (ajv) wording, as Gemini CLI and Qwen Code validate tool arguments.
+        "must be array",
+        "must be object",
+        "must be string",
+        "must be equal to one of",
+        "must not have more than",
+        "must not have fewer than",
+        "characters or less",
+        "characters or fewer",
+        "exceeds the maximum length",
+        "exceeds maximum length",
+        "is too long",
+        "only one task can be",
+        "params must",
+        "invalid params",
+        "invalid arguments",
+    ];
+    let ran = e.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("exit code") || l.starts_with("<exited with exit code")
+    });
+    !ran && REFUSALS.iter().any(|r| e.contains(r))
+}
+
+/// The program or runtime an environment failure says the machine lacks, lowercased:
+/// `javac` for `bash: javac: command not found`, `python` for Windows' `Python was not found`,
+/// `pwsh` for Copilot's `pwsh not available`. `None` when the text names none it can read.
+pub fn missing_program(error: &str) -> Option<String> {
+    let e = error.to_ascii_lowercase();
+    if e.contains("pwsh not available")
+        || e.contains("pwsh is not available")
+        || e.contains("(pwsh) is not available")
+    {
+        return Some("pwsh".into());
+    }
+    if e.contains("python was not found") {
+        return Some("python".into());
+    }
+    if let Some(at) = e.find("failed to spawn: `") {
+        let rest = &e[at + "failed to spawn: `".len()..];
+        if let Some(end) = rest.find('`') {
+            return Some(rest[..end].to_string()).filter(|w| !w.is_empty() && !w.contains(' '));
+        }
+    }
+    let clean = |w: &str| {
+        let w = w.trim().trim_matches(['\'', '"', '`']);
+        let w = w.rsplit(['/', '\\']).next().unwrap_or(w);
+        (!w.is_empty() && !w.contains(' ') && w.len() <= 64).then(|| w.to_string())
+    };
+    for l in e.lines() {
+        let l = l.trim();
+        if let Some(head) = l
+            .strip_suffix(": command not found")
+            .or_else(|| l.strip_suffix(": not found"))
+        {
+            // `bash: line 1: javac`, `sh: 1: javac`, `zsh: javac`.
+            if let Some(w) = head.rsplit(": ").next().and_then(clean) {
+                return Some(w);
+            }
+        }
+        for marker in [
+            " is not recognized as an internal or external command",
+            " is not recognized as the name of a cmdlet",
+        ] {
+            if let Some(at) = l.find(marker) {
+                let head = &l[..at];
+                let head = head.rsplit(": ").next().unwrap_or(head);
+                if let Some(w) = clean(head) {
+                    return Some(w);
+                }
+            }
+        }
+    }
+    None
 }
 
 /// An error (lowercased) that says the machine lacks something the command needs: a toolchain,
@@ -438,6 +560,16 @@ fn is_environment(e: &str) -> bool {
         "xcrun: error: invalid active developer path",
         "gpg failed to sign the data",
         "no space left on device",
+        // Windows' store stub for a Python that is not installed (exit code 9009).
+        "python was not found",
+        // Copilot CLI's `powershell` tool on a machine without PowerShell 7.
+        "pwsh not available",
+        "pwsh is not available",
+        "(pwsh) is not available",
+        // uv: no interpreter, or a program it was told to run that is not there.
+        "no interpreter found for python",
+        "no python installation found",
+        "failed to spawn: `",
     ];
     if MISSING.iter().any(|p| e.contains(p)) {
         return true;
@@ -449,6 +581,9 @@ fn is_environment(e: &str) -> bool {
             || ((l.starts_with("sh: ") || l.contains("/sh: ") || l.starts_with("bash: "))
                 && l.ends_with(": not found"))
             || (l.starts_with("error: toolchain '") && l.ends_with("is not installed"))
+            // cmd.exe's exit status for a command it cannot find.
+            || l == "exit code 9009"
+            || l == "exit code: 9009"
     })
 }
 
@@ -540,6 +675,61 @@ mod tests {
         }
     }
     use serde_json::json;
+
+    #[test]
+    fn every_clis_failures_are_classed_from_its_own_words() {
+        use ErrorClass::*;
+        for (text, want) in [
+            // The text to replace is not in the file.
+            ("Failed to edit, 0 occurrences found for old_string in /p/a.py. No edits made.", Deterministic),
+            ("Failed to edit, could not find the string to replace.", Deterministic),
+            ("Could not find an exact match for 'old_string' in '/p/README.md'. If previous edits modified the file …", Deterministic),
+            ("No match found", Deterministic),
+            ("apply_patch verification failed: Failed to find expected lines in /p/a.rs:\nfn a()", Deterministic),
+            // A tool refusing its own arguments.
+            ("questions must be an array", Deterministic),
+            ("only one task can be in_progress at a time", Deterministic),
+            ("params/questions/0/header must NOT have more than 12 characters", Deterministic),
+            // What the machine lacks.
+            ("Exit code 9009\nPython was not found; run without arguments to install from the Microsoft Store", Environment),
+            ("Output: \nExit Code: 9009", Environment),
+            ("<exited with error: pwsh not available>", Environment),
+            ("Command: timeout 60 javac A.java\nOutput: bash: line 1: javac: command not found\nExit Code: 127", Environment),
+            ("error: Failed to spawn: `python`\n  Caused by: No such file or directory (os error 2)", Environment),
+        ] {
+            assert_eq!(classify_error(text), want, "{text}");
+        }
+        // A program's own output saying "must be" is not a tool refusing its arguments.
+        assert_eq!(
+            classify_error("Exit code 1\nvalue must be one of: a, b"),
+            Unknown
+        );
+        assert!(!edit_missed(
+            "Exit code 1\nNo match found for pattern\nmore"
+        ));
+    }
+
+    #[test]
+    fn the_missing_program_is_read_from_the_error() {
+        for (text, want) in [
+            ("bash: line 1: javac: command not found", Some("javac")),
+            ("sh: 1: javac: not found", Some("javac")),
+            ("Output: /bin/bash: mvn: command not found", Some("mvn")),
+            (
+                "Python was not found; run without arguments to install",
+                Some("python"),
+            ),
+            ("<exited with error: pwsh not available>", Some("pwsh")),
+            (
+                "'python' is not recognized as an internal or external command,",
+                Some("python"),
+            ),
+            ("error: Failed to spawn: `pytest`", Some("pytest")),
+            ("error: could not compile", None),
+        ] {
+            assert_eq!(missing_program(text).as_deref(), want, "{text}");
+        }
+    }
 
     #[test]
     fn volatile_noise_is_masked() {

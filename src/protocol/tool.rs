@@ -23,6 +23,10 @@ impl ToolClass {
             "Edit" | "MultiEdit" | "NotebookEdit" => ToolClass::Edit,
             "Read" | "NotebookRead" | "LS" | "WebFetch" | "TaskList" | "TaskGet" | "TaskOutput"
             | "BashOutput" => ToolClass::Read,
+            // The other CLIs' tools the dialects keep under their own names (their input has no
+            // Claude Code counterpart): Qwen's and Gemini's multi-file read, Copilot's reads of
+            // a running shell's output.
+            "read_many_files" | "read_bash" | "read_powershell" => ToolClass::Read,
             "Grep" | "Glob" | "WebSearch" | "ToolSearch" => ToolClass::Search,
             t if t.starts_with("mcp__") && looks_like_query(t) => ToolClass::Read,
             _ => ToolClass::Other,

@@ -12,6 +12,7 @@ use crate::judge::outcome::ErrorClass;
 use crate::protocol::tool::ToolClass;
 use crate::protocol::verdict::{Action, Severity, Verdict};
 use crate::util::canon::Digest16;
+use serde_json::Value;
 
 pub const NAME: &str = "environment";
 
@@ -28,7 +29,9 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
     if !cfg.enabled || call.class != ToolClass::Shell {
         return None;
     }
-    let run = run(&v.ledger.entries, &call.key, v.world.epoch)?;
+    let Some(run) = run(&v.ledger.entries, &call.key, v.world.epoch) else {
+        return lacking(v, call);
+    };
     // Without an edit between, the repeat rule judges it (and sooner).
     if run.edits == 0 || run.answers < cfg.environment_failures.max(2) {
         return None;
@@ -64,6 +67,85 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
         .with("edits_between", run.edits)
         .with("environment_failures", cfg.environment_failures),
     )
+}
+
+/// Different commands that all need what the machine lacks (issue 36): `javac A.java`, then
+/// `javac -d out A.java`, then `cd src && javac *.java`, each told `javac: command not found`; or
+/// Copilot's `powershell` tool going back to PowerShell where `pwsh` is not available. Each is a
+/// new call, so neither the repeat rule nor the run above sees it; what repeats is the missing
+/// program. The next call that needs it is refused once `environment_failures` calls of this
+/// turn failed for lack of it, with nothing between that may have installed it.
+fn lacking(v: &View, call: &Call) -> Option<Verdict> {
+    let cfg = &v.config.detectors.repeat;
+    let command = call
+        .input
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let latest_turn = v.ledger.answers().next()?.turn;
+    let this_turn = || {
+        v.ledger
+            .answers()
+            .take_while(move |e| e.turn == latest_turn)
+            .filter(|e| e.class == ToolClass::Shell)
+    };
+    let lacked = |e: &Entry| {
+        (e.status == Status::Failed && e.error_class == Some(ErrorClass::Environment))
+            .then(|| crate::judge::outcome::missing_program(&e.preview))
+            .flatten()
+    };
+    let (program, first) = this_turn().find_map(|e| lacked(e).map(|p| (p, e)))?;
+    let mut failures: Vec<&Entry> = Vec::new();
+    for e in this_turn() {
+        if e.status == Status::Ok {
+            // It ran, or it may have installed it: what was missing may be there now.
+            let ran_it =
+                has_word(&e.target, &program) || (e.tool == first.tool && !names(first, &program));
+            if ran_it || e.target.contains("install") || e.target.ends_with('…') {
+                break;
+            }
+        } else if lacked(e).as_deref() == Some(program.as_str()) {
+            failures.push(e);
+        }
+    }
+    // The call needs it: it names it, or it is the tool that ran on it (`pwsh` for PowerShell).
+    let needs = has_word(command, &program) || (call.tool == first.tool && !names(first, &program));
+    let tries = failures.len() as u32;
+    let reworded = failures.iter().any(|f| f.key != call.key);
+    if !needs || !reworded || tries < cfg.environment_failures.max(2) {
+        return None;
+    }
+    let error = if first.preview.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", first.preview)
+    };
+    let reason = format!(
+        "LOOP_DETECTED (loopgate): {tries} commands in this turn have failed because the machine \
+         lacks `{program}`{error}, and nothing has installed it since. This one needs it too and \
+         will fail the same way: install it (or use one that is there), or stop and tell the user \
+         what is missing."
+    );
+    Some(
+        Verdict::new(NAME, Action::Deny, Severity::of_count(tries + 1), reason)
+            .loop_warning()
+            .with("call", first.key.short())
+            .with("answers", tries)
+            .with("environment_failures", cfg.environment_failures),
+    )
+}
+
+/// The failed call's own command names the missing program (`javac A.java`), rather than the
+/// program being the tool's runtime (`pwsh` under Copilot's `powershell`).
+fn names(e: &Entry, program: &str) -> bool {
+    has_word(&e.target, program)
+}
+
+/// `word` stands alone in `text` (`python -m x`, `/usr/bin/javac`), not inside another word.
+fn has_word(text: &str, word: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+')))
+        .any(|w| w == word || w.strip_suffix(".exe") == Some(word))
 }
 
 /// The run of identical environment failures of `key`, newest first, through new states that

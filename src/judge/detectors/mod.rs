@@ -182,7 +182,13 @@ pub const BEFORE_CALL: &[(&str, BeforeCall)] = &[
             .flatten()
     }),
     (modification::NAME, |b, _| {
-        if b.scripted || !matches!(b.call.tool, "Edit" | "MultiEdit") {
+        if b.scripted {
+            return None;
+        }
+        if let Some(v) = modification::missed_edits(&b.view, &b.call) {
+            return Some(v);
+        }
+        if !matches!(b.call.tool, "Edit" | "MultiEdit") {
             return None;
         }
         let path = b.call.input.get("file_path").and_then(Value::as_str);

@@ -76,9 +76,82 @@ fn same_code(
 }
 
 /// An Edit that failed because its target text is not in the file (the indentation loop), as
-/// opposed to a sibling call's error or a stale read.
+/// opposed to a sibling call's error or a stale read: in every CLI's words.
 pub fn is_miss(error: &str) -> bool {
-    error.contains("String to replace not found") || error.contains("not found in file")
+    crate::judge::outcome::edit_missed(error)
+}
+
+/// Before an edit or write of a file: earlier attempts on it that ran and failed with the same
+/// class of error, with the file and the work unchanged since, are one failure however the text
+/// to replace was varied between them (Gemini's `replace` retried with the old text reworded, a
+/// re-read of the unchanged file between each try). Refused once the error class's repeat
+/// budget is spent, as the repeat rule refuses the same call. An edit Claude Code rejected
+/// before its hooks (`Rejected`) is not counted: there, any edit that reaches PreToolUse has
+/// already been checked against the file.
+pub fn missed_edits(v: &super::View, call: &super::Call) -> Option<Verdict> {
+    use crate::judge::ledger::Status;
+    use crate::judge::outcome::ErrorClass;
+    if !call.class.changes_files() || !v.config.detectors.modification.enabled {
+        return None;
+    }
+    let target = crate::judge::redact::target(call.tool, call.input);
+    if target.is_empty() {
+        return None;
+    }
+    let mut failures: Vec<&crate::judge::ledger::Entry> = Vec::new();
+    for e in v.ledger.answers() {
+        if e.epoch_after != v.world.epoch {
+            break;
+        }
+        if !e.class.changes_files() || e.target != target {
+            continue;
+        }
+        match e.status {
+            Status::Failed => {}
+            Status::Ok => break,
+            _ => continue,
+        }
+        if failures
+            .first()
+            .is_some_and(|f| f.error_class != e.error_class)
+        {
+            break;
+        }
+        failures.push(e);
+    }
+    let last = *failures.first()?;
+    let cfg = &v.config.detectors.repeat;
+    let allowed = match last.error_class {
+        Some(ErrorClass::Transient) => cfg.transient,
+        Some(c) if c.deterministic() => cfg.deterministic,
+        _ => cfg.unknown,
+    };
+    let tries = failures.len() as u32;
+    // The very same call every time is the repeat rule's to judge.
+    let reworded = failures.iter().any(|f| f.key != call.key);
+    if tries <= allowed || !reworded {
+        return None;
+    }
+    let class = last.error_class.map_or("unknown", ErrorClass::name);
+    let error = if last.preview.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", last.preview)
+    };
+    let reason = format!(
+        "LOOP_DETECTED (loopgate): {tries} edits of {target} have failed the same way ({class} \
+         error{error}), and the file has not changed since. Another variation of the same edit will \
+         fail too: read the file's current text where you mean to change it and copy the exact \
+         lines, or rewrite the whole block (or the file) in one go; if it cannot be done, tell the \
+         user what blocks you."
+    );
+    Some(
+        Verdict::new(NAME, Action::Deny, Severity::of_count(tries + 1), reason)
+            .loop_warning()
+            .with("call", last.key.short())
+            .with("failed_edits", tries)
+            .with("stage", 2),
+    )
 }
 
 fn guidance(path: &str, edits: u32, rejected: u32, minutes: u64) -> String {

@@ -47,6 +47,10 @@ pub fn translate(agent: Agent, expected: Event, mut payload: Map<String, Value>)
             // calls), and a block there ends the run (observed), so a turn past the loop
             // ceiling ends there.
             let main = !has_agent(&payload);
+            if automatic_prompt(agent, prompt) {
+                // The CLI's own "go on", not a person's new request: the turn goes on.
+                return Translated::Skip;
+            }
             if agent == Agent::Qwen && prompt.trim().is_empty() && main {
                 event = Event::PostToolBatch;
                 payload.insert("tool_calls".into(), Value::Array(Vec::new()));
@@ -84,6 +88,21 @@ pub fn translate(agent: Agent, expected: Event, mut payload: Map<String, Value>)
     }
     payload.insert("hook_event_name".into(), Value::String(event.name().into()));
     Translated::Judge(Value::Object(payload))
+}
+
+/// A prompt the CLI sends by itself to keep its model going: Gemini CLI's and Qwen Code's
+/// next-speaker check answers a model that stopped mid-task with `Please continue.` (their
+/// `client.ts`), and a person who only says "continue" asks for nothing new either. No new
+/// request means no new turn: a deploy failing the same way across such turns is one repeat.
+pub fn automatic_prompt(agent: Agent, prompt: &str) -> bool {
+    if !matches!(agent, Agent::Gemini | Agent::Qwen) {
+        return false;
+    }
+    let p = prompt
+        .trim()
+        .trim_end_matches(['.', '!'])
+        .to_ascii_lowercase();
+    matches!(p.as_str(), "please continue" | "continue")
 }
 
 fn has_agent(payload: &Map<String, Value>) -> bool {
@@ -187,17 +206,31 @@ pub fn canonical_call(agent: Agent, name: &str, input: Value) -> (String, Value)
     }
     let claude = match (agent, name) {
         (Agent::Codex, "apply_patch") => return patch::as_claude_call(&input),
+        // Copilot CLI offers Codex's patch tool to GPT models, its input the bare patch text.
+        (Agent::Copilot, "apply_patch") => {
+            return match input {
+                Value::String(text) => {
+                    patch::as_claude_call(&serde_json::json!({ "command": text }))
+                }
+                other => patch::as_claude_call(&other),
+            }
+        }
         (Agent::Gemini | Agent::Qwen, "run_shell_command") => "Bash",
         (Agent::Gemini | Agent::Qwen, "write_file") => "Write",
         (Agent::Gemini, "replace") | (Agent::Qwen, "edit") => "Edit",
         (Agent::Gemini | Agent::Qwen, "read_file") => "Read",
         (Agent::Gemini | Agent::Qwen, "grep_search") => "Grep",
         (Agent::Gemini | Agent::Qwen, "glob") => "Glob",
-        (Agent::Gemini, "list_directory") => "LS",
-        (Agent::Gemini | Agent::Qwen, "web_fetch") => "WebFetch",
-        (Agent::Gemini, "google_web_search") => "WebSearch",
+        (Agent::Gemini | Agent::Qwen, "list_directory") => "LS",
+        (Agent::Gemini | Agent::Qwen | Agent::Copilot, "web_fetch") => "WebFetch",
+        (Agent::Gemini, "google_web_search") | (Agent::Qwen | Agent::Copilot, "web_search") => {
+            "WebSearch"
+        }
         (Agent::Gemini, "invoke_agent") | (Agent::Qwen, "agent") => "Task",
         (Agent::Copilot, "bash") => "Bash",
+        // Copilot's shell on Windows: the same `{command, description, …}` as its `bash`.
+        (Agent::Copilot, "powershell") => "PowerShell",
+        (Agent::Copilot, "rg") => "Grep",
         (Agent::Copilot, "view") => "Read",
         (Agent::Copilot, "create") => "Write",
         (Agent::Copilot, "edit") => "Edit",
@@ -242,8 +275,12 @@ fn canonical_input(tool: &str, input: Value) -> Value {
 /// the text. `Some(error text)` for a failure.
 fn answer(agent: Agent, tool: &str, p: &mut Map<String, Value>) -> Option<String> {
     if let Some(e) = p.get("error").and_then(Value::as_str) {
-        // A failure event (Qwen, Copilot) already says what went wrong.
-        return Some(e.to_string());
+        // A failure event (Qwen, Copilot) already says what went wrong; Qwen's shell report
+        // without its empty fields, so `Error: (none)` is never taken for the error.
+        return Some(match agent {
+            Agent::Qwen | Agent::Gemini => without_lines(e, LLM_NOISE),
+            _ => e.to_string(),
+        });
     }
     let raw = p
         .remove("tool_response")
@@ -390,12 +427,24 @@ fn llm_text(raw: &Value) -> (String, bool) {
         content
             .trim_start_matches("<untrusted_context>\n")
             .trim_end_matches("\n</untrusted_context>"),
-        // The process group id is new on every run: noise, not an answer.
-        &["Process Group PGID: "],
+        LLM_NOISE,
     );
     let failed = line_value(&text, "Exit Code: ").is_some_and(|c| c != "0");
     (text, failed)
 }
+
+/// Lines of Gemini's and Qwen's shell report that are not the answer: the call said back, the
+/// process group id, new on every run, and the fields Qwen reports empty (`Error: (none)` is no
+/// error).
+const LLM_NOISE: &[&str] = &[
+    // The command and directory said back (Qwen): the question, not its answer.
+    "Command: ",
+    "Directory: ",
+    "Process Group PGID: ",
+    "Error: (none)",
+    "Signal: (none)",
+    "Background PIDs: (none)",
+];
 
 /// Copilot: `{resultType, textResultForLlm}` (native) or `{result_type, text_result_for_llm}`
 /// (PascalCase). A shell command's exit code is only in the text:
@@ -554,6 +603,62 @@ mod tests {
             json!({"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "fix it"}),
         );
         assert_eq!(v["hook_event_name"], "UserPromptSubmit");
+    }
+
+    #[test]
+    fn an_automatic_continue_is_no_prompt_and_each_clis_tools_are_classed() {
+        for agent in [Agent::Gemini, Agent::Qwen] {
+            let v = json!({"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "Please continue."});
+            assert!(matches!(
+                translate(
+                    agent,
+                    Event::UserPromptSubmit,
+                    v.as_object().unwrap().clone()
+                ),
+                Translated::Skip
+            ));
+        }
+        assert!(!automatic_prompt(
+            Agent::Gemini,
+            "please continue with the tests"
+        ));
+        assert!(!automatic_prompt(Agent::Claude, "Please continue."));
+        use crate::protocol::tool::ToolClass;
+        for (agent, name, class) in [
+            (Agent::Copilot, "powershell", ToolClass::Shell),
+            (Agent::Copilot, "rg", ToolClass::Search),
+            (Agent::Copilot, "web_fetch", ToolClass::Read),
+            (Agent::Copilot, "read_powershell", ToolClass::Read),
+            (Agent::Qwen, "list_directory", ToolClass::Read),
+            (Agent::Qwen, "read_many_files", ToolClass::Read),
+            (Agent::Gemini, "replace", ToolClass::Edit),
+            (Agent::Qwen, "edit", ToolClass::Edit),
+            (Agent::Gemini, "write_file", ToolClass::Write),
+        ] {
+            let (tool, _) = canonical_call(agent, name, json!({"command": "x"}));
+            assert_eq!(ToolClass::of(&tool), class, "{agent:?} {name}");
+        }
+        let patch = "*** Begin Patch\n*** Update File: a.rs\n@@\n-a\n+b\n*** End Patch";
+        let (tool, input) = canonical_call(Agent::Copilot, "apply_patch", json!(patch));
+        assert_eq!(
+            (tool.as_str(), &input["file_path"]),
+            ("Edit", &json!("a.rs"))
+        );
+    }
+
+    #[test]
+    fn qwens_empty_report_fields_are_not_the_error() {
+        let out = judge(
+            Agent::Qwen,
+            Event::PostToolUseFailure,
+            json!({"session_id": "s", "hook_event_name": "PostToolUseFailure", "tool_name": "run_shell_command",
+                   "tool_input": {"command": "javac A.java"},
+                   "error": "Command: javac A.java\nDirectory: (root)\nOutput: bash: line 1: javac: command not found\nError: (none)\nExit Code: 127\nSignal: (none)\nProcess Group PGID: (none)"}),
+        );
+        assert_eq!(
+            out["error"],
+            "Output: bash: line 1: javac: command not found\nExit Code: 127"
+        );
     }
 
     #[test]

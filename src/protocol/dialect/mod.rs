@@ -78,7 +78,7 @@ mod input;
 mod output;
 mod patch;
 
-pub use input::{canonical_call, recorded_answer, shaped};
+pub use input::{automatic_prompt, canonical_call, recorded_answer, shaped};
 pub use output::answer;
 
 use crate::protocol::payload::{Event, Payload};
