@@ -284,6 +284,11 @@ impl Builder {
     }
 
     fn prompt(&mut self, text: String, prompt_id: Option<String>, at: Option<SystemTime>) {
+        // Gemini's and Qwen's own "Please continue." (their next-speaker check) is no new prompt
+        // from a person: the live hook starts no turn for it either.
+        if crate::protocol::dialect::automatic_prompt(self.cli.agent(), &text) {
+            return;
+        }
         // A prompt while the model is still at work in the main turn (the file does not show its
         // end) ends that turn as the CLI's next prompt would.
         if self.turns.get("").is_some_and(|t| t.activity) {
