@@ -35,7 +35,7 @@ Hook subcommands read one Claude Code hook payload on stdin; the rest are for pe
 #[command(
     name = "loopgate",
     version = VERSION,
-    about = "Detects a Claude Code agent stuck in a loop and breaks the loop",
+    about = "Detects an AI coding agent (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI, OpenCode, Kilo) stuck in a loop and breaks the loop",
     after_help = EXAMPLES
 )]
 pub struct Cli {
