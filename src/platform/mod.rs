@@ -47,6 +47,11 @@ pub fn stdin_readable_within(timeout: std::time::Duration) -> io::Result<bool> {
     imp::stdin_readable_within(timeout)
 }
 
+/// Whether [`stdin_readable_within`] really waits with a deadline. Where it cannot (Windows
+/// pipes), a read past the hook's payload could block for as long as the writer keeps the pipe
+/// open, so nothing is read past it there.
+pub const STDIN_WAIT_HAS_DEADLINE: bool = imp::STDIN_WAIT_HAS_DEADLINE;
+
 /// Opens `path` for appending (creating it owner-only), with [`open_private_rw`]'s refusals:
 /// every write lands at the end of the file, whoever else appends at the same time.
 pub fn open_private_append(path: &Path) -> io::Result<File> {

@@ -167,6 +167,8 @@ impl ChangeProbe {
     }
 }
 
+pub const STDIN_WAIT_HAS_DEADLINE: bool = true;
+
 pub fn stdin_readable_within(timeout: std::time::Duration) -> io::Result<bool> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
     let stdin = std::io::stdin();

@@ -167,6 +167,8 @@ fn system_time_ns(t: std::time::SystemTime) -> i128 {
     }
 }
 
+pub const STDIN_WAIT_HAS_DEADLINE: bool = false;
+
 pub fn stdin_readable_within(_timeout: std::time::Duration) -> io::Result<bool> {
     // A pipe handle cannot be waited on with a timeout through std: the read decides.
     Ok(true)
