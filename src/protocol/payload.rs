@@ -470,7 +470,8 @@ pub mod compact {
             return;
         }
         let until = std::time::Instant::now() + DRAIN_DEADLINE;
-        let mut buf = [0u8; 8 << 10];
+        // Small: it is zeroed on every call, and what follows the payload is a newline or two.
+        let mut buf = [0u8; 256];
         let mut total = 0u64;
         let mut stdin = std::io::stdin().lock();
         while total <= cap {
