@@ -209,6 +209,9 @@ pub struct Recorded {
     pub conversation: Option<String>,
     /// Index of the turn that was played (assistant messages already in the history).
     pub turn: usize,
+    /// For a per-prompt conversation, how many earlier user messages carried its marker: 0 for
+    /// its prompt's first sending, n for the prompt sent again n times before.
+    pub again: usize,
     pub body: Value,
 }
 
@@ -398,6 +401,7 @@ fn answer_messages(
     shared.requests.lock().unwrap().push(Recorded {
         conversation: label.clone(),
         turn,
+        again,
         body,
     });
     let reply = Reply {
