@@ -4,8 +4,8 @@
 //! `qwen --continue`, `copilot --continue`). Assertions are what a user would notice: every
 //! prompt reached the model, nothing was refused, the change landed, the command really ran.
 //!
-//! (a) questions, then a new task; (b) a new instruction after three failed turns (and, the other
-//! side, the same prompt fed again is still stopped); (c) a long command run the CLI's background
+//! (a) questions, then a new task; (b) a new instruction after three failed turns (and the same
+//! prompt typed again, which goes ahead too: these CLIs never say nobody attends); (c) a long command run the CLI's background
 //! way and polled until it finishes, then run again.
 
 use super::clis::Cli;
@@ -231,28 +231,25 @@ fn new_instruction_after_failed_turns(cli: Cli) {
     );
 }
 
-/// The other side of (b): the same prompt, typed three times and failed three times, fed a 4th
-/// time (an outer loop with nobody there): the failing command does not run again, and it is
-/// the breaker that stops it.
-fn same_prompt_again_is_stopped(cli: Cli) {
+/// The other side of (b): the same prompt, typed three times and failed three times, typed a 4th
+/// time. None of these CLIs says whether a person attends, and a person typing the same words
+/// again is not refused (issue 36; only Claude Code's headless runs, which say nobody attends,
+/// have it refused: `e2e::sessions::e2e_the_same_prompt_fed_again_after_three_failed_turns_is_refused`):
+/// it reaches the model, and loopgate tells the person where the session stands (the breaker's
+/// `warn` at the prompt).
+fn same_prompt_again_goes_ahead(cli: Cli) {
     let prompt = "Fix the settings file.";
     let Some(s) = three_failed_turns(cli, "same-prompt-again", [prompt; 3]) else {
         return;
     };
-    let before = s.scratch_lines("attempts");
     let run = s.run_next(prompt, &failed_turn(cli));
     assert!(!run.timed_out, "{}", run.summary());
-    assert_eq!(
-        s.scratch_lines("attempts"),
-        before,
-        "the failing command ran again\n{}",
-        run.summary()
-    );
+    assert_reached(&run, prompt);
     assert!(
-        run.own_events()
-            .iter()
-            .any(|e| e["detector"] == "breaker" && refusal(e)),
-        "the breaker did not stop it\n{}",
+        run.own_events().iter().any(|e| e["detector"] == "breaker"
+            && e["event"] == "UserPromptSubmit"
+            && e["decision"] == "warn"),
+        "the person is told where the session stands\n{}",
         run.summary()
     );
 }
@@ -409,11 +406,11 @@ per_cli!(new_instruction_after_failed_turns:
     Copilot => e2e_copilot_new_instruction_after_three_failed_turns,
 );
 
-per_cli!(same_prompt_again_is_stopped:
-    Codex => e2e_codex_same_prompt_again_after_three_failed_turns_is_stopped,
-    Gemini => e2e_gemini_same_prompt_again_after_three_failed_turns_is_stopped,
-    Qwen => e2e_qwen_same_prompt_again_after_three_failed_turns_is_stopped,
-    Copilot => e2e_copilot_same_prompt_again_after_three_failed_turns_is_stopped,
+per_cli!(same_prompt_again_goes_ahead:
+    Codex => e2e_codex_same_prompt_typed_again_after_three_failed_turns_goes_ahead,
+    Gemini => e2e_gemini_same_prompt_typed_again_after_three_failed_turns_goes_ahead,
+    Qwen => e2e_qwen_same_prompt_typed_again_after_three_failed_turns_goes_ahead,
+    Copilot => e2e_copilot_same_prompt_typed_again_after_three_failed_turns_goes_ahead,
 );
 
 per_cli!(long_command_polled:
