@@ -224,7 +224,9 @@ fn looping_turn() -> Vec<Turn> {
 /// `prompt_id`, its own `result` event) under one `session_id`, which is what loopgate keys on.
 /// Default configuration: with one denial per turn the ladder never escalates, and the Stop gate's
 /// two blocks per turn are answered by the script's fallback text. Three looping turns open the
-/// circuit; the fourth prompt is refused before any model request (issue 9 item 9).
+/// circuit; the fourth prompt, the third fed again as an outer loop with nobody there would, is
+/// refused before any model request (issue 9 item 9). A new, different instruction after the
+/// same three turns goes ahead (issue 36): `sessions::e2e_a_new_instruction_after_three_failed_turns_reaches_the_model`.
 #[test]
 fn e2e_three_looping_turns_open_the_circuit_and_the_next_prompt_is_refused() {
     let Some(mut s) = Scenario::new("breaker-open") else {
@@ -235,17 +237,12 @@ fn e2e_three_looping_turns_open_the_circuit_and_the_next_prompt_is_refused() {
         "Turn one: read the settings file.",
         "Turn two: read the settings file again.",
         "Turn three: one more try at the settings file.",
-        "Turn four: list the project files.",
+        "Turn three: one more try at the settings file.",
     ];
     let script = Script::default()
         .prompt("t1", prompts[0], looping_turn())
         .prompt("t2", prompts[1], looping_turn())
-        .prompt("t3", prompts[2], looping_turn())
-        .prompt(
-            "t4",
-            prompts[3],
-            vec![Turn::call(bash("ls")), Turn::text("Listed.")],
-        );
+        .prompt("t3", prompts[2], looping_turn());
     let run = s.run_prompts(&prompts, script);
     assert_clean_exit(&run);
     let session = session_id(&run);
@@ -266,7 +263,7 @@ fn e2e_three_looping_turns_open_the_circuit_and_the_next_prompt_is_refused() {
 
     // Turn 4 never reached the model: the prompt was refused, and the human was told the way out.
     assert!(
-        run.requests_of("t4").is_empty(),
+        run.requests_of("t3").iter().all(|r| r.again == 0),
         "no model request for the refused prompt\n{}",
         run.summary()
     );

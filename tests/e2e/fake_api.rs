@@ -91,11 +91,17 @@ struct Conversation {
     /// Starts at the latest user message carrying the marker rather than at the first one (see
     /// [`Script::prompt`]).
     per_prompt: bool,
+    /// `(turn, how long)`: the answer to this turn is held back, as a model thinking before it
+    /// polls (see [`Script::delay`]).
+    delays: Vec<(usize, Duration)>,
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct Script {
     conversations: Vec<Conversation>,
+    /// `(name, regex)`: before each answer, `{{name}}` is set to group 1 of the regex's last
+    /// match in the request body (see [`Script::capture`]).
+    captures: Vec<(String, String)>,
 }
 
 impl Script {
@@ -109,6 +115,7 @@ impl Script {
             turns,
             waits: Vec::new(),
             per_prompt: false,
+            delays: Vec::new(),
         });
         self
     }
@@ -126,6 +133,7 @@ impl Script {
             turns,
             waits: Vec::new(),
             per_prompt: true,
+            delays: Vec::new(),
         });
         self
     }
@@ -143,6 +151,26 @@ impl Script {
         self
     }
 
+    /// Holds back `label`'s answer to `turn` for `secs` seconds: the time a model takes before
+    /// it polls a background command again.
+    pub fn delay(mut self, label: &str, turn: usize, secs: f64) -> Script {
+        let conv = self
+            .conversations
+            .iter_mut()
+            .find(|c| c.label == label)
+            .expect("delay a declared conversation");
+        conv.delays.push((turn, Duration::from_secs_f64(secs)));
+        self
+    }
+
+    /// Sets `{{name}}` (see [`FakeApi::set_var`]) from every request: group 1 of the last match
+    /// of `regex` in its body, for an id or path the CLI made up at run time (a background
+    /// command's output file) that a later call names.
+    pub fn capture(mut self, name: &str, regex: &str) -> Script {
+        self.captures.push((name.into(), regex.into()));
+        self
+    }
+
     fn route(&self, first_user_text: &str) -> Option<&Conversation> {
         self.conversations
             .iter()
@@ -151,24 +179,25 @@ impl Script {
     }
 
     /// The per-prompt conversation of the latest user message that carries one of their
-    /// markers, with its turn: the assistant messages after that message.
-    fn route_prompt(&self, body: &Value) -> Option<(&Conversation, usize)> {
+    /// markers, with its turn (the assistant messages after that message) and how many earlier
+    /// user messages carried the same marker (a prompt sent again; its ids must not repeat).
+    fn route_prompt(&self, body: &Value) -> Option<(&Conversation, usize, usize)> {
         let messages = body["messages"].as_array()?;
+        let carries = |m: &Value, c: &Conversation| {
+            m["role"] == "user" && content_text(&m["content"]).contains(&c.marker)
+        };
         messages.iter().enumerate().rev().find_map(|(i, m)| {
-            if m["role"] != "user" {
-                return None;
-            }
-            let text = content_text(&m["content"]);
             let conv = self
                 .conversations
                 .iter()
                 .filter(|c| c.per_prompt)
-                .find(|c| text.contains(&c.marker))?;
+                .find(|c| carries(m, c))?;
             let turn = messages[i + 1..]
                 .iter()
                 .filter(|m| m["role"] == "assistant")
                 .count();
-            Some((conv, turn))
+            let again = messages[..i].iter().filter(|m| carries(m, conv)).count();
+            Some((conv, turn, again))
         })
     }
 }
@@ -180,6 +209,9 @@ pub struct Recorded {
     pub conversation: Option<String>,
     /// Index of the turn that was played (assistant messages already in the history).
     pub turn: usize,
+    /// For a per-prompt conversation, how many earlier user messages carried its marker: 0 for
+    /// its prompt's first sending, n for the prompt sent again n times before.
+    pub again: usize,
     pub body: Value,
 }
 
@@ -258,6 +290,28 @@ fn fill_vars(turn: Turn, shared: &Shared) -> Turn {
     }
 }
 
+/// The script's captures, taken from a request body: the latest value wins.
+fn capture_vars(body: &Value, shared: &Shared) {
+    if shared.script.captures.is_empty() {
+        return;
+    }
+    let text = body.to_string();
+    for (name, pattern) in &shared.script.captures {
+        let re = regex::Regex::new(pattern).expect("a capture's regex");
+        let found = re
+            .captures_iter(&text)
+            .filter_map(|c| c.get(1))
+            .last()
+            .map(|m| m.as_str().to_string());
+        if let Some(value) = found {
+            let key = format!("{{{{{name}}}}}");
+            let mut vars = shared.vars.lock().unwrap();
+            vars.retain(|(k, _)| *k != key);
+            vars.push((key, value));
+        }
+    }
+}
+
 impl Drop for FakeApi {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
@@ -322,30 +376,39 @@ fn answer_messages(
     shared: &Shared,
 ) -> std::io::Result<bool> {
     let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-    let (conversation, turn) = match shared.script.route_prompt(&body) {
-        Some((c, turn)) => (Some(c), turn),
+    let (conversation, turn, again) = match shared.script.route_prompt(&body) {
+        Some((c, turn, again)) => (Some(c), turn, again),
         None => (
             shared.script.route(&first_user_text(&body)),
             assistant_count(&body),
+            0,
         ),
     };
     let played = conversation
         .and_then(|c| c.turns.get(turn).cloned())
         .unwrap_or_else(|| Turn::text(FALLBACK_TEXT));
+    capture_vars(&body, shared);
     let played = fill_vars(played, shared);
     let label = conversation.map(|c| c.label.clone());
     if let Some(c) = conversation {
         wait_for_others(shared, c, turn);
+        if let Some((_, pause)) = c.delays.iter().find(|d| d.0 == turn) {
+            thread::sleep(*pause);
+        }
     }
     let model = body["model"].as_str().unwrap_or("claude-e2e").to_string();
     let stream = body["stream"].as_bool().unwrap_or(false);
     shared.requests.lock().unwrap().push(Recorded {
         conversation: label.clone(),
         turn,
+        again,
         body,
     });
     let reply = Reply {
-        id_prefix: id_prefix(label.as_deref(), turn),
+        id_prefix: match (label.as_deref(), again) {
+            (Some(l), 1..) => id_prefix(Some(&format!("{l}x{again}")), turn),
+            _ => id_prefix(label.as_deref(), turn),
+        },
         model,
         turn: played,
     };

@@ -24,6 +24,8 @@
 //!   circuit refusing the next prompt.
 //! - `ceiling`: issue 22, a denial storm ends its turn at the ceiling.
 //! - `progress`: issue 9, a same-content write loop and a parallel batch with one failure.
+//! - `sessions`: issue 36, one session of a person: questions then a task, a new instruction
+//!   after failed turns, a background command polled until it finishes.
 //! - `agent_sdk`: issue 28, the Claude Agent SDK (TypeScript and Python) through both routes.
 
 mod agent_sdk;
@@ -43,6 +45,7 @@ mod plugin_validate;
 mod progress;
 mod run;
 mod sanction;
+mod sessions;
 mod smoke;
 mod stop_gate;
 mod tamper;

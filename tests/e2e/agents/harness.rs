@@ -8,6 +8,7 @@ use super::super::harness::{git, kill_group, wait_bounded};
 use super::super::run::read_jsonl;
 use super::clis::{self, Cli};
 use serde_json::{json, Value};
+use std::cell::{Cell, RefCell};
 use std::fs::{self, File};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,10 @@ pub struct Scenario {
     codex_trusted: bool,
     /// Copilot's permission flags (`--allow-all` unless a test asks for less).
     copilot_allow: &'static [&'static str],
+    /// Runs made so far (the first publishes to `target/e2e-out/<name>/`, later ones below it).
+    runs: Cell<usize>,
+    /// The session the last run left, as its output names it (Codex resumes it by id).
+    last_session: RefCell<Option<String>>,
     root: TempDir,
 }
 
@@ -47,8 +52,10 @@ pub struct Run {
     pub stderr: String,
     /// Every request the fake model got (`fake_llm.py`'s log lines).
     pub requests: Vec<Value>,
-    /// loopgate's `events.jsonl`.
+    /// loopgate's `events.jsonl` (every run of the scenario so far).
     pub events: Vec<Value>,
+    /// Where this run's own events start in `events`.
+    pub first_event: usize,
 }
 
 impl Scenario {
@@ -77,6 +84,8 @@ impl Scenario {
             env: Vec::new(),
             codex_trusted: false,
             copilot_allow: &["--allow-all"],
+            runs: Cell::new(0),
+            last_session: RefCell::new(None),
             root,
         };
         s.init_project();
@@ -346,17 +355,38 @@ impl Scenario {
     /// Runs the CLI headless on `prompt` against a fresh fake model playing `script`
     /// (`fake_llm.py`'s format; `{{PROJECT}}` and `{{SCRATCH}}` are substituted).
     pub fn run(&self, prompt: &str, script: &Value) -> Run {
+        self.run_with(prompt, script, false)
+    }
+
+    /// Like [`Scenario::run`], but the CLI continues the session the last run left, the way a
+    /// person continues one headless: `codex exec resume <id>`, `gemini --resume latest`,
+    /// `qwen --continue`, `copilot --continue`. Each call is one more prompt of that session.
+    pub fn run_next(&self, prompt: &str, script: &Value) -> Run {
+        assert!(
+            self.runs.get() > 0,
+            "run_next continues a session: run first"
+        );
+        self.run_with(prompt, script, true)
+    }
+
+    fn run_with(&self, prompt: &str, script: &Value, resume: bool) -> Run {
+        let first_event = read_jsonl(&self.state_dir.join("events.jsonl")).len();
         let out = self.root.path().join("out");
         let _ = fs::remove_dir_all(&out);
         fs::create_dir_all(&out).unwrap();
-        let text = serde_json::to_string_pretty(script)
+        // A continued session carries the earlier runs' call ids: each run gets ids of its own.
+        let mut script = script.clone();
+        if self.runs.get() > 0 {
+            script["id_prefix"] = json!(format!("r{}_", self.runs.get() + 1));
+        }
+        let text = serde_json::to_string_pretty(&script)
             .unwrap()
             .replace("{{PROJECT}}", &self.project.display().to_string())
             .replace("{{SCRATCH}}", &self.scratch.display().to_string());
         fs::write(out.join("script.json"), &text).unwrap();
         let fake = FakeModel::start(self.cli, &out);
         let started = Instant::now();
-        let mut child = self.spawn(prompt, fake.port, &out);
+        let mut child = self.spawn(prompt, fake.port, &out, resume);
         let (status, timed_out) = wait_bounded(&mut child, RUN_TIMEOUT);
         kill_group(&child);
         let elapsed = started.elapsed();
@@ -372,7 +402,11 @@ impl Scenario {
             stderr: fs::read_to_string(out.join("cli.stderr")).unwrap_or_default(),
             requests: read_jsonl(&out.join("requests.jsonl")),
             events: read_jsonl(&self.state_dir.join("events.jsonl")),
+            first_event,
         };
+        if let Some(id) = session_of(self.cli, &run.stdout) {
+            self.last_session.replace(Some(id));
+        }
         let _ = fs::copy(self.hook_file(), out.join("hook-file.json"));
         let _ = fs::copy(
             self.state_dir.join("events.jsonl"),
@@ -382,7 +416,7 @@ impl Scenario {
         run
     }
 
-    fn spawn(&self, prompt: &str, port: u16, out: &Path) -> Child {
+    fn spawn(&self, prompt: &str, port: u16, out: &Path, resume: bool) -> Child {
         let mut cmd = Command::new(&self.bin);
         let s = |p: &Path| p.display().to_string();
         let mut env: Vec<(String, String)> = vec![
@@ -402,7 +436,14 @@ impl Scenario {
             Cli::Codex => {
                 env.push(("CODEX_HOME".into(), s(&self.codex_home())));
                 env.push(("OPENAI_API_KEY".into(), "sk-test".into()));
-                cmd.args(["exec", "--json", "--skip-git-repo-check"])
+                cmd.arg("exec");
+                if resume {
+                    let id = self.last_session.borrow().clone().unwrap_or_else(|| {
+                        panic!("the last codex run printed no thread id to resume")
+                    });
+                    cmd.args(["resume", &id]);
+                }
+                cmd.args(["--json", "--skip-git-repo-check"])
                     .arg("-c")
                     .arg(format!("model_providers.mock.base_url=\"{base}/v1\""))
                     .arg("--dangerously-bypass-approvals-and-sandbox");
@@ -415,6 +456,9 @@ impl Scenario {
                 env.push(("GEMINI_API_KEY".into(), "test-key".into()));
                 env.push(("GOOGLE_GEMINI_BASE_URL".into(), base));
                 env.push(("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()));
+                if resume {
+                    cmd.args(["--resume", "latest"]);
+                }
                 cmd.args(["-p", prompt, "--output-format", "json"]).args([
                     "--approval-mode",
                     "yolo",
@@ -425,9 +469,13 @@ impl Scenario {
                 env.push(("OPENAI_API_KEY".into(), "sk-test".into()));
                 env.push(("OPENAI_BASE_URL".into(), format!("{base}/v1")));
                 env.push(("OPENAI_MODEL".into(), "mock-model".into()));
+                if resume {
+                    cmd.arg("--continue");
+                }
                 cmd.args([prompt, "--output-format", "json", "--yolo"]);
             }
             Cli::OpenCode | Cli::Kilo => {
+                assert!(!resume, "no session is continued on {}", self.cli.name());
                 let config = self.plugin_config_dir().join("opencode.json");
                 let text = fs::read_to_string(&config).unwrap();
                 fs::write(&config, text.replace(MOCK_BASE_URL, &format!("{base}/v1"))).unwrap();
@@ -465,8 +513,16 @@ impl Scenario {
                     "--no-auto-update",
                     "--disable-client-telemetry",
                 ])
-                .args(["--output-format", "json", "--trust-folder"])
+                .args(["--output-format", "json"])
                 .args(self.copilot_allow);
+                // 1.0.102 refuses `--continue` (and `--resume`) with `--trust-folder`: "error:
+                // the argument '--continue' cannot be used with '--trust-folder'". User hooks
+                // run without folder trust (hooks-observed.md §1).
+                if resume {
+                    cmd.arg("--continue");
+                } else {
+                    cmd.arg("--trust-folder");
+                }
             }
         }
         env.extend(self.env.iter().cloned());
@@ -492,9 +548,16 @@ impl Scenario {
     }
 
     /// Copies the run's files to `target/e2e-out/<name>/`, which outlives the temp dir.
+    /// The first run replaces the folder; run n > 1 goes to `run-<n>/` inside it.
     fn publish(&self, out: &Path) {
-        let dest = repo_root().join("target").join("e2e-out").join(&self.name);
-        let _ = fs::remove_dir_all(&dest);
+        let n = self.runs.get() + 1;
+        self.runs.set(n);
+        let mut dest = repo_root().join("target").join("e2e-out").join(&self.name);
+        if n == 1 {
+            let _ = fs::remove_dir_all(&dest);
+        } else {
+            dest = dest.join(format!("run-{n}"));
+        }
         if fs::create_dir_all(&dest).is_err() {
             return;
         }
@@ -509,6 +572,21 @@ impl Scenario {
             .map(|t| t.lines().count())
             .unwrap_or(0)
     }
+}
+
+/// The session id a run's output names: Codex's `thread.started` event, the `session_id` of
+/// Gemini's and Qwen's JSON, Copilot's `sessionId`.
+fn session_of(cli: Cli, stdout: &str) -> Option<String> {
+    let key = match cli {
+        Cli::Codex => "\"thread_id\":\"",
+        Cli::Gemini | Cli::Qwen => "\"session_id\":\"",
+        Cli::Copilot => "\"sessionId\":\"",
+        Cli::OpenCode | Cli::Kilo => return None,
+    };
+    let compact: String = stdout.split_whitespace().collect();
+    let at = compact.find(key)? + key.len();
+    let id: String = compact[at..].chars().take_while(|c| *c != '"').collect();
+    (!id.is_empty()).then_some(id)
 }
 
 /// The fake model's address in OpenCode's config until a run puts the real port in.

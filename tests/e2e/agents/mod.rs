@@ -16,6 +16,8 @@
 //! - `smoke`: the harness with a recorder hook, no loopgate.
 //! - `scenarios`: the loops of issue 12, per CLI.
 //! - `ceiling`: issue 22's denial storm, ended per CLI.
+//! - `sessions`: issue 36, a person's session per CLI (continued headless): questions then a task,
+//!   a new instruction after failed turns, a background command polled until it finishes.
 
 mod ceiling;
 mod clis;
@@ -23,4 +25,5 @@ mod harness;
 mod run;
 mod scenarios;
 mod script;
+mod sessions;
 mod smoke;

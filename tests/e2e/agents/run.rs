@@ -29,6 +29,22 @@ impl Run {
             .unwrap_or_default()
     }
 
+    /// The tool results this run added to the conversation: those of its last request past the
+    /// ones its first request carried (a continued session sends the earlier turns' results too).
+    pub fn new_tool_outputs(&self) -> Vec<String> {
+        let mains = self.main_requests();
+        let before = mains
+            .first()
+            .map(|body| tool_outputs(self.cli, body).len())
+            .unwrap_or(0);
+        self.tool_outputs().into_iter().skip(before).collect()
+    }
+
+    /// This run's own entries of `events.jsonl`.
+    pub fn own_events(&self) -> &[Value] {
+        &self.events[self.first_event.min(self.events.len())..]
+    }
+
     /// The text of every user-role message of the last request (where a Stop block's reason
     /// arrives as a new prompt).
     pub fn user_texts(&self) -> Vec<String> {
