@@ -120,12 +120,7 @@ pub fn missed_edits(v: &super::View, call: &super::Call) -> Option<Verdict> {
         failures.push(e);
     }
     let last = *failures.first()?;
-    let cfg = &v.config.detectors.repeat;
-    let allowed = match last.error_class {
-        Some(ErrorClass::Transient) => cfg.transient,
-        Some(c) if c.deterministic() => cfg.deterministic,
-        _ => cfg.unknown,
-    };
+    let allowed = super::repeat::failure_budget(last.error_class, &v.config.detectors.repeat);
     let tries = failures.len() as u32;
     // The very same call every time is the repeat rule's to judge.
     let reworded = failures.iter().any(|f| f.key != call.key);

@@ -138,14 +138,23 @@ pub fn chain<'a>(
     Some(c)
 }
 
+/// Retries a failure of this class is allowed: transient 3, deterministic 1, unknown 2 (seed 002).
+pub fn failure_budget(class: Option<ErrorClass>, cfg: &Repeat) -> u32 {
+    match class {
+        Some(ErrorClass::Transient) => cfg.transient,
+        Some(c) if c.deterministic() => cfg.deterministic,
+        _ => cfg.unknown,
+    }
+}
+
 /// Repeats allowed after the first answer, before the next identical call is refused.
 pub fn budget(c: &Chain, cfg: &Repeat) -> u32 {
-    let base = match (c.last.status.failed(), c.last.error_class) {
-        (true, Some(ErrorClass::Transient)) => cfg.transient,
-        (true, Some(c)) if c.deterministic() => cfg.deterministic,
-        (true, _) => cfg.unknown,
-        (false, _) if c.last.class.read_only() => cfg.read_only,
-        (false, _) => cfg.success,
+    let base = if c.last.status.failed() {
+        failure_budget(c.last.error_class, cfg)
+    } else if c.last.class.read_only() {
+        cfg.read_only
+    } else {
+        cfg.success
     };
     if c.shape_only {
         base.saturating_add(SHAPE_TOLERANCE)
@@ -271,12 +280,7 @@ fn missing_reads(v: &View, call: &Call) -> Option<Verdict> {
         failures.push(e);
     }
     let last = *failures.first()?;
-    let cfg = &v.config.detectors.repeat;
-    let allowed = match last.error_class {
-        Some(ErrorClass::Transient) => cfg.transient,
-        Some(c) if c.deterministic() => cfg.deterministic,
-        _ => cfg.unknown,
-    };
+    let allowed = failure_budget(last.error_class, &v.config.detectors.repeat);
     let tries = failures.len() as u32;
     let reworded = failures.iter().any(|f| f.key != last.key);
     if tries <= allowed || !reworded {
