@@ -361,14 +361,23 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
         String::new()
     };
     if problems.is_empty() {
-        return Some(ok(
-            name,
-            format!(
-                "all {} events in {shown}, {}{trust}",
-                format.hooks.len(),
-                ran.join(", ")
-            ),
-        ));
+        let wired = format!(
+            "all {} events in {shown}, {}{trust}",
+            format.hooks.len(),
+            ran.join(", ")
+        );
+        // Observe mode is the person's choice, but never a plain ✓: nothing is denied there.
+        if found.iter().any(|(_, cmd)| setup::command_observes(cmd)) {
+            return Some(info(
+                name,
+                format!(
+                    "{wired}; observe: the hooks run with --observe, so loopgate logs what it \
+                     would deny and denies nothing (to enforce: `loopgate setup --agent {}`)",
+                    agent.name()
+                ),
+            ));
+        }
+        return Some(ok(name, wired));
     }
     Some(fail(
         name,
