@@ -215,7 +215,7 @@ impl Payload {
             bail!("empty hook input on stdin (expected one JSON object)");
         }
         if let Some(kind) = not_an_object(bytes) {
-            bail!("hook input is {kind}, not a hook JSON object (expected one object, {{…}})");
+            bail!("hook input is {kind}, expected an object (one hook JSON object, {{…}})");
         }
         let p: Payload = serde_json::from_slice(bytes).map_err(not_a_payload)?;
         p.checked()
