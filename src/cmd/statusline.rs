@@ -20,20 +20,23 @@ pub fn run(state_dir: Option<PathBuf>, json: bool) {
     let (text, state) = judge(&input, state_dir);
     if json {
         let facts = match &state {
-            Some(s) => serde_json::json!({
+            Some(s) => {
+                let observed = s.observed();
+                serde_json::json!({
                 "line": text,
                 "session": s.session,
                 "calls": s.totals.calls,
                 "warnings": s.totals.warnings,
-                "refused": if s.observed() { 0 } else { s.totals.denials },
-                "would_refuse": if s.observed() { s.totals.denials } else { 0 },
+                "refused": if observed { 0 } else { s.totals.denials },
+                "would_refuse": if observed { s.totals.denials } else { 0 },
                 "walked_into": if s.ceiling.turn == s.turn.number { s.ceiling.refusals } else { 0 },
                 "turn_bound": TURN_BOUND,
                 "turn_ended": s.ceiling.turn == s.turn.number && s.ceiling.ended,
                 "ended_turns": s.ceiling.ended_turns,
                 "session_bound": SESSION_BOUND,
                 "told": told(s),
-            }),
+                })
+            }
             None => serde_json::json!({"line": text}),
         };
         println!("{facts}");

@@ -201,10 +201,10 @@ pub(super) fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, 
         .iter()
         .filter(|s| s.signature == signature)
         .count() as u32;
-    let t = &state.turn;
     // The same prompt given again and the same failing calls answered the same way, with no new
     // state: an outer loop going round. A turn of answers, reads or passing checks never is.
-    let repeated_failure = identical > 1 && t.prompt.is_some() && turn_failed(state);
+    let repeated_failure = identical > 1 && state.turn.prompt.is_some() && turn_failed(state);
+    let t = &state.turn;
     let tried_and_failed = t.progress == Some(false)
         || t.edit_failures > 0
         || t.interventions > 0
@@ -214,7 +214,6 @@ pub(super) fn end_turn(state: &mut SessionState, now_fingerprint: Option<&str>, 
     if let (true, Some(prompt)) = (tried_and_failed, t.prompt) {
         breaker::remember_failed_prompt(&mut state.failed_prompts, prompt);
     }
-    let t = &state.turn;
     if t.interventions + t.hard_interventions > 0 {
         state.totals.turns_with_interventions += 1;
         if progress {
