@@ -343,6 +343,9 @@ fn report_counts_events_and_judges_each_session() {
 }
 
 #[test]
+/// Twenty subagents at once, each failing the same way: each is its own agent (a first try
+/// each, allowed), and their retries are one loop across them (issue 37 point 4: failures of one
+/// command are counted across the session's subagents).
 fn twenty_subagents_each_repeating_a_failing_call_are_each_denied() {
     let env = Env::new();
     let input = json!({"command": "cat config/missing.yml"});
@@ -358,29 +361,29 @@ fn twenty_subagents_each_repeating_a_failing_call_are_each_denied() {
     // Claude Code runs up to 20 subagents at once; their ids here share a prefix longer than
     // the 64 characters an id is stored in, so clipping would make them one agent.
     let agent = |a: usize| format!("{}-{a}", "subagent".repeat(10));
-    // Interleaved, as concurrent subagents run: each fails twice, then each third try is denied.
-    for round in 0..2 {
-        for a in 1..=20 {
-            let id = format!("a{a}-{round}");
-            let out = call(&agent(a), &id, "PreToolUse", "pre-tool-use", json!({}));
-            assert!(
-                out.is_silent_allow(),
-                "agent {a} round {round}: {}",
-                out.stdout
-            );
-            call(
-                &agent(a),
-                &id,
-                "PostToolUseFailure",
-                "post-tool-use-failure",
-                json!({"error": err}),
-            );
-        }
+    // Interleaved, as concurrent subagents run: each one's first try runs and fails (were the
+    // ids clipped into one agent, the third would be its own second retry, and refused).
+    for a in 1..=20 {
+        let id = format!("a{a}-0");
+        let out = call(&agent(a), &id, "PreToolUse", "pre-tool-use", json!({}));
+        assert!(
+            out.is_silent_allow(),
+            "agent {a}'s first try: {}",
+            out.stdout
+        );
+        call(
+            &agent(a),
+            &id,
+            "PostToolUseFailure",
+            "post-tool-use-failure",
+            json!({"error": err}),
+        );
     }
+    // Each retry is the same deterministic failure again, twenty times over: refused.
     for a in 1..=20 {
         let out = call(
             &agent(a),
-            &format!("a{a}-2"),
+            &format!("a{a}-1"),
             "PreToolUse",
             "pre-tool-use",
             json!({}),

@@ -57,18 +57,20 @@ fn refused(cli: &str, out: &Out) -> Option<String> {
         "copilot" => {
             (v["permissionDecision"] == "deny").then(|| v["permissionDecisionReason"].clone())
         }
+        "gemini" => (v["decision"] == "deny").then(|| v["reason"].clone()),
         _ => (v["hookSpecificOutput"]["permissionDecision"] == "deny")
             .then(|| v["hookSpecificOutput"]["permissionDecisionReason"].clone()),
     };
     reason.map(|r| r.to_string())
 }
 
-/// Codex answers a command still running after its yield time with no PostToolUse at all
-/// (observed: "Process running with session ID N"); the agent polls it with `write_stdin`. The
-/// same `npm test` started four times that way, each run polled until it ends, is four runs of a
-/// slow suite, not a failing command retried: nothing is refused.
+/// Codex answers a command still running after its yield time with "Process running with
+/// session ID N"; the agent polls it with `write_stdin`. Observed with Codex 0.169.0
+/// (`docs/agents.md`): no hook fires for the polls, and the command's own PostToolUse comes when
+/// the process exits, with its output. The same `npm test` started four times that way, each a
+/// slow green run, is four runs of a slow suite: nothing is refused, nothing counted a failure.
 #[test]
-fn a_codex_command_still_running_is_no_failure_and_its_polls_are_waits() {
+fn a_codex_command_still_running_is_no_failure_until_it_ends() {
     let mut s = Session::new("codex");
     let npm = json!({"command": "npm test"});
     for run in 0..4u32 {
@@ -79,20 +81,14 @@ fn a_codex_command_still_running_is_no_failure_and_its_polls_are_waits() {
             None,
             "run {run} of npm test refused"
         );
-        // No PostToolUse: Codex fires none for a command still running.
-        for poll in 0..3u32 {
-            let input = json!({"session_id": 10101 + run, "chars": "", "yield_time_ms": 1000});
-            let pre = s.codex("PreToolUse", "write_stdin", input.clone(), None);
-            let out = s.feed("pre-tool-use", pre, 3);
-            assert_eq!(
-                refused("codex", &out),
-                None,
-                "poll {poll} of run {run} refused"
-            );
-            let body = if poll == 2 { "Tests: 12 passed\n" } else { "" };
-            let post = s.codex("PostToolUse", "write_stdin", input, Some(body));
-            s.feed("post-tool-use", post, 1);
-        }
+        // The polls fire nothing; the command's Post comes when it exits, 40 s on.
+        let post = s.codex(
+            "PostToolUse",
+            "Bash",
+            npm.clone(),
+            Some("Tests: 12 passed\n"),
+        );
+        s.feed("post-tool-use", post, 40);
     }
     let status = s.env.status();
     assert_eq!(
@@ -100,6 +96,28 @@ fn a_codex_command_still_running_is_no_failure_and_its_polls_are_waits() {
         0,
         "no run was counted as a failure: {}",
         status[0]["totals"]
+    );
+}
+
+/// Its twin: the same long `npm test` failing the same way each run (its late Post saying so)
+/// is the same failure retried, caught as a quick command's would be.
+#[test]
+fn a_codex_long_command_failing_the_same_way_each_run_is_caught() {
+    let mut s = Session::new("codex");
+    let npm = json!({"command": "npm test"});
+    let failed = "FAIL src/app.test.js\n  ● renders\nnpm error code 1\nnpm error command failed\n";
+    let refused_at = (1..=6).find(|_| {
+        let pre = s.codex("PreToolUse", "Bash", npm.clone(), None);
+        if refused("codex", &s.feed("pre-tool-use", pre, 30)).is_some() {
+            return true;
+        }
+        let post = s.codex("PostToolUse", "Bash", npm.clone(), Some(failed));
+        s.feed("post-tool-use", post, 40);
+        false
+    });
+    assert!(
+        matches!(refused_at, Some(3..=4)),
+        "the same long failing run was refused at run {refused_at:?}"
     );
 }
 
@@ -198,4 +216,189 @@ fn a_codex_person_repeating_please_after_failed_turns_is_never_refused() {
         None,
         "the new turn's call was refused"
     );
+}
+
+impl Session {
+    /// One Claude Code tool call, answered: `Ok(response)` through PostToolUse. Returns whether
+    /// its PreToolUse was refused (then it never ran).
+    fn claude_call(&mut self, tool: &str, input: Value, response: Value, after_s: u64) -> bool {
+        self.n += 1;
+        let id = format!("toolu_{}", self.n);
+        let base = json!({"session_id": "claude-run", "transcript_path": "/dev/null",
+            "cwd": self.env.project, "prompt_id": "p1", "permission_mode": "bypassPermissions",
+            "tool_name": tool, "tool_input": input, "tool_use_id": id});
+        let mut pre = base.clone();
+        pre["hook_event_name"] = json!("PreToolUse");
+        if refused("claude", &self.feed("pre-tool-use", pre, after_s)).is_some() {
+            return true;
+        }
+        let mut post = base;
+        post["hook_event_name"] = json!("PostToolUse");
+        post["tool_response"] = response;
+        self.feed("post-tool-use", post, 1);
+        false
+    }
+
+    /// `npm test` run in the background and polled with `TaskOutput` until it ends with
+    /// `output`; returns whether the start was refused.
+    fn background_run(&mut self, run: u32, output: &str) -> bool {
+        let task = format!("b{run}");
+        let start = json!({"command": "npm test", "run_in_background": true});
+        let started = json!({"stdout": "", "stderr": "", "interrupted": false,
+            "isImage": false, "backgroundTaskId": task});
+        if self.claude_call("Bash", start, started, 10) {
+            return true;
+        }
+        let poll = json!({"task_id": task, "block": true, "timeout": 30000});
+        let running = json!({"retrieval_status": "timeout",
+            "task": {"task_id": task, "task_type": "local_bash", "status": "running",
+                "output": "> jest\n"}});
+        let ended = json!({"retrieval_status": "success",
+            "task": {"task_id": task, "task_type": "local_bash", "status": "failed",
+                "output": output, "exitCode": 1}});
+        assert!(!self.claude_call("TaskOutput", poll.clone(), running, 30));
+        assert!(!self.claude_call("TaskOutput", poll, ended, 20));
+        false
+    }
+}
+
+/// A long command's outcome is the one its poll finally reports: `npm test` run in the
+/// background, each run failing the same way, is the same failure retried, caught as it is when
+/// run in the foreground; its twin, each run failing differently (the agent fixing one test
+/// after another), is work and is never refused.
+#[test]
+fn a_background_command_failing_the_same_way_each_run_is_a_repeated_failure() {
+    let same = "FAIL src/app.test.js\n  ● renders the header\n    expect(received).toBe(expected)";
+    let mut s = Session::new("claude");
+    let refused_at = (1..=6).find(|&run| s.background_run(run, same));
+    assert!(
+        matches!(refused_at, Some(3..=4)),
+        "the same failing background run was refused at run {refused_at:?}"
+    );
+
+    let mut s = Session::new("claude");
+    let tests = [
+        "header",
+        "footer",
+        "sidebar",
+        "menu",
+        "login form",
+        "search box",
+    ];
+    for (run, name) in (1..).zip(tests) {
+        let differs = format!("FAIL src/app.test.js\n  ● renders the {name}\n    missing {name}");
+        assert!(!s.background_run(run, &differs), "run {run} refused");
+    }
+}
+
+/// Gemini (or any CLI) polling a CI run with no sleep of its own, about 6 s apart: while the run
+/// says it is queued or in progress, asking again is waiting, judged by time, and never refused
+/// in the few minutes a CI run takes. Once the answer is final, asking again and again is a repeat.
+#[test]
+fn a_ci_run_polled_while_in_progress_is_waiting_and_its_final_answer_is_not() {
+    let gemini = |s: &Session, event: &str, answer: Option<&str>| {
+        let mut p = json!({"session_id": "gemini-run", "transcript_path": "/dev/null",
+            "cwd": s.env.project, "hook_event_name": event, "timestamp": "2026-11-28T00:00:00Z",
+            "tool_name": "run_shell_command",
+            "tool_input": {"command": "gh run list --limit 1", "description": "check CI"}});
+        if let Some(a) = answer {
+            p["tool_response"] = json!({"llmContent": format!("Output: {a}\nProcess Group PGID: 4242"),
+                "returnDisplay": a});
+        }
+        p
+    };
+    let mut s = Session::new("gemini");
+    let moving = "in_progress\t\tfix build\tCI\tmain\tpush\t1234567\t2m\t2026-11-28T00:00:00Z";
+    for poll in 0..15 {
+        let pre = gemini(&s, "BeforeTool", None);
+        let out = s.feed("pre-tool-use", pre, 6);
+        assert_eq!(
+            refused("gemini", &out),
+            None,
+            "poll {poll} of a CI run in progress refused"
+        );
+        let post = gemini(&s, "AfterTool", Some(moving));
+        s.feed("post-tool-use", post, 1);
+    }
+    let done = "completed\tsuccess\tfix build\tCI\tmain\tpush\t1234567\t4m\t2026-11-28T00:00:00Z";
+    let mut refused_at = None;
+    for poll in 0..8 {
+        let pre = gemini(&s, "BeforeTool", None);
+        if refused("gemini", &s.feed("pre-tool-use", pre, 6)).is_some() {
+            refused_at = Some(poll);
+            break;
+        }
+        let post = gemini(&s, "AfterTool", Some(done));
+        s.feed("post-tool-use", post, 1);
+    }
+    assert!(
+        refused_at.is_some_and(|n| n >= 3),
+        "a finished CI run asked again and again was refused at {refused_at:?}"
+    );
+}
+
+impl Session {
+    /// A Bash call by subagent `agent` (`None`: the main agent) that fails with `error`;
+    /// returns whether it was refused.
+    fn subagent_fails(&mut self, agent: Option<&str>, command: &str, error: &str) -> bool {
+        self.n += 1;
+        let mut p = json!({"session_id": "claude-run", "transcript_path": "/dev/null",
+            "cwd": self.env.project, "prompt_id": "p1", "permission_mode": "bypassPermissions",
+            "tool_name": "Bash", "tool_input": {"command": command},
+            "tool_use_id": format!("toolu_{}", self.n)});
+        if let Some(a) = agent {
+            p["agent_id"] = json!(a);
+            p["agent_type"] = json!("general-purpose");
+        }
+        let mut pre = p.clone();
+        pre["hook_event_name"] = json!("PreToolUse");
+        if refused("claude", &self.feed("pre-tool-use", pre, 8)).is_some() {
+            return true;
+        }
+        p["hook_event_name"] = json!("PostToolUseFailure");
+        p["error"] = json!(error);
+        self.feed("post-tool-use-failure", p, 1);
+        false
+    }
+}
+
+/// The same command failing the same way is one loop whichever agent retries it: a flaky push
+/// retried by one subagent after another (each within its own retry budget) is stopped across
+/// them. Its twin, the work changed between the subagents' tries, is never refused.
+#[test]
+fn a_failure_retried_across_subagents_is_counted_across_them() {
+    let push = "git push origin main";
+    let error = "Exit code 128\nfatal: unable to access 'https://example.com/repo.git/': \
+                 Could not resolve host: example.com";
+    let mut s = Session::new("claude");
+    let mut refused_at = None;
+    'agents: for agent in ["a1", "a2", "a3", "a4", "a5", "a6"] {
+        for attempt in 0..2 {
+            if s.subagent_fails(Some(agent), push, error) {
+                refused_at = Some((agent, attempt));
+                break 'agents;
+            }
+        }
+    }
+    assert!(
+        matches!(refused_at, Some(("a2", _))),
+        "the same failure retried by one subagent after another was refused at {refused_at:?}"
+    );
+
+    let mut s = Session::new("claude");
+    for (n, agent) in ["a1", "a2", "a3", "a4", "a5", "a6"].into_iter().enumerate() {
+        assert!(
+            !s.subagent_fails(Some(agent), push, error),
+            "{agent} refused"
+        );
+        // The work moves on between the subagents: a new file written by the main agent.
+        let write = json!({"session_id": "claude-run", "transcript_path": "/dev/null",
+            "cwd": s.env.project, "prompt_id": "p1", "permission_mode": "bypassPermissions",
+            "hook_event_name": "PostToolUse", "tool_name": "Write",
+            "tool_input": {"file_path": format!("{}/notes-{n}.md", s.env.project.display()),
+                "content": format!("note {n}")},
+            "tool_response": {"type": "create", "filePath": format!("{}/notes-{n}.md", s.env.project.display())},
+            "tool_use_id": format!("toolu_w{n}")});
+        s.feed("post-tool-use", write, 2);
+    }
 }

@@ -10,4 +10,5 @@ pub mod noise;
 pub mod outcome;
 pub mod redact;
 pub mod state;
+pub mod under_way;
 pub mod wait;

@@ -428,6 +428,7 @@ mod tests {
             novel: false,
             waited: false,
             sleeps: false,
+            under_way: false,
             news: false,
             start_ms: 1,
             end_ms: 1,

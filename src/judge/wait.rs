@@ -12,8 +12,9 @@ pub const MIN_WAIT_S: f64 = 2.0;
 const TASK_OUTPUT_DEFAULT_MS: f64 = 30_000.0;
 
 /// Tools that poll a command started earlier (Codex's `write_stdin`, Claude Code's
-/// `BashOutput`/`TaskOutput`, Copilot CLI's `read_*`/`write_*` shells): they belong to that
-/// command, and one still waiting for it has no outcome yet.
+/// `BashOutput`/`TaskOutput`, Copilot CLI's `read_*`/`write_*` shells, Gemini CLI's
+/// `read_background_output`): they belong to that command, and one still waiting for it has no
+/// outcome yet.
 pub fn polls(tool: &str) -> bool {
     matches!(
         tool,
@@ -24,6 +25,7 @@ pub fn polls(tool: &str) -> bool {
             | "write_bash"
             | "read_powershell"
             | "write_powershell"
+            | "read_background_output"
     )
 }
 
@@ -36,7 +38,12 @@ pub fn waits_by_nature(tool: &str, input: &Value) -> bool {
             .get("chars")
             .and_then(Value::as_str)
             .is_none_or(str::is_empty),
-        "BashOutput" | "read_bash" | "read_powershell" | "wait_agent" | "await_agent" => true,
+        "BashOutput"
+        | "read_bash"
+        | "read_powershell"
+        | "read_background_output"
+        | "wait_agent"
+        | "await_agent" => true,
         "Bash" | "PowerShell" => {
             let cmd = input.get("command").and_then(Value::as_str).unwrap_or("");
             shell_waits(cmd)
@@ -64,6 +71,8 @@ pub fn declared_s(tool: &str, input: &Value) -> f64 {
         "read_bash" | "write_bash" | "read_powershell" | "write_powershell" => {
             num("delay").unwrap_or(0.0)
         }
+        // Gemini CLI's background shells (observed in the e2e: `{pid, delay_ms}`).
+        "read_background_output" => num("delay_ms").unwrap_or(0.0) / 1000.0,
         "wait_agent" | "await_agent" => {
             num("timeout_ms").map_or(0.0, |ms| ms / 1000.0) + num("timeout_seconds").unwrap_or(0.0)
         }
@@ -189,6 +198,12 @@ mod tests {
             &json!({"shellId": "1", "delay": 10}),
             None
         ));
+        assert!(waited_on_purpose(
+            "read_background_output",
+            &json!({"pid": 4242, "delay_ms": 2000}),
+            None
+        ));
+        assert!(polls("read_background_output"));
         // A non-blocking peek that answered at once did not wait; one that took 20 s did.
         let peek = json!({"bash_id": "b1"});
         assert!(!waited_on_purpose("BashOutput", &peek, Some(40)));

@@ -22,7 +22,9 @@
 //!   the live hook judges it. The answer is the command's output without the header (chunk id,
 //!   wall time, token count), which is what Codex's hook gets;
 //! - a command still running when its call returned (`Process running with session ID N`) gets
-//!   no Post event, as Codex fires none; the `write_stdin` polls that follow are calls of their own;
+//!   its Post event when a `write_stdin` poll of that session reports its exit (`Process exited
+//!   with code N`), with the output of all its chunks: Codex fires the command's PostToolUse then,
+//!   and no hook at all for `write_stdin` (observed with Codex 0.169.0: `docs/agents.md`);
 //! - hosted tools (`web_search_call`, `tool_search_call`) run no local tool and fire no hook;
 //! - a subagent's rollout (`session_meta.parent_thread_id`) is merged into its parent's by time:
 //!   its calls carry `agent_id` (its thread id) and `agent_type`, the parent's `session_id`, and
@@ -86,6 +88,10 @@ fn read(text: &str) -> Rollout {
     // Per call: its tool as replayed, and the exit code an `exec_command_end` reported.
     let mut tools: HashMap<String, String> = HashMap::new();
     let mut exit_codes: HashMap<String, i64> = HashMap::new();
+    // Unified exec sessions still running: their command's call id and output so far; and each
+    // `write_stdin` poll's session.
+    let mut running: HashMap<i64, (String, String)> = HashMap::new();
+    let mut polls: HashMap<String, i64> = HashMap::new();
     // The success of the last patch applied (code-mode patches report it only this way).
     let mut patch_ok: Option<bool> = None;
     let mut turn_id: Option<String> = None;
@@ -195,6 +201,13 @@ fn read(text: &str) -> Rollout {
                 let name = str_at(p, "/name").unwrap_or("");
                 let (name, input) = as_hook_call(name, p);
                 tools.insert(id.to_string(), name.clone());
+                // Codex fires no hook for a poll: it belongs to the command it polls.
+                if name == "write_stdin" {
+                    if let Some(session) = input.get("session_id").and_then(Value::as_i64) {
+                        polls.insert(id.to_string(), session);
+                    }
+                    continue;
+                }
                 patch_ok = None;
                 prompt_seen = None;
                 push(Step::Call {
@@ -211,19 +224,22 @@ fn read(text: &str) -> Rollout {
                 };
                 let tool = tools.get(id).map(String::as_str).unwrap_or("");
                 let output = output_text(&p["output"]);
-                let step = match answer(tool, &output, exit_codes.get(id).copied(), patch_ok) {
-                    Some(answer) => Step::Answer {
-                        who: who.clone(),
-                        id: id.to_string(),
-                        answer,
-                    },
-                    // Still running: Codex fires no PostToolUse; the polls that follow tell.
-                    None => Step::NoAnswer {
-                        who: who.clone(),
-                        id: id.to_string(),
-                    },
-                };
-                push(step);
+                if tool == "write_stdin" {
+                    // Its steps are the polled command's answer, once the poll reports the exit.
+                    found.extend(polled(&mut running, polls.get(id), &output, &who));
+                } else if let Some(session) = running_session(&output) {
+                    // Still running: its Post comes when a poll reports its exit.
+                    running.insert(session, (id.to_string(), split_header(&output).0));
+                } else {
+                    push(tool_answer(
+                        tool,
+                        id,
+                        &output,
+                        exit_codes.get(id).copied(),
+                        patch_ok,
+                        &who,
+                    ));
+                }
             }
             _ => {}
         }
@@ -231,6 +247,67 @@ fn read(text: &str) -> Rollout {
             .extend(found.into_iter().map(|step| Timed { at, step }));
     }
     r
+}
+
+/// The Post step of a call's output: its answer, or none yet for one still running.
+fn tool_answer(
+    tool: &str,
+    id: &str,
+    output: &str,
+    exit_code: Option<i64>,
+    patch_ok: Option<bool>,
+    who: &Option<Who>,
+) -> Step {
+    match answer(tool, output, exit_code, patch_ok) {
+        Some(answer) => Step::Answer {
+            who: who.clone(),
+            id: id.to_string(),
+            answer,
+        },
+        // No outcome (an envelope saying it still runs): Codex fires no PostToolUse for it.
+        None => Step::NoAnswer {
+            who: who.clone(),
+            id: id.to_string(),
+        },
+    }
+}
+
+/// The session id of a unified exec command still running when its call returned.
+fn running_session(output: &str) -> Option<i64> {
+    let (_, code) = split_header(output);
+    if code != Some(None) {
+        return None;
+    }
+    output.lines().find_map(|l| {
+        l.trim_end()
+            .strip_prefix("Process running with session ID ")?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// A `write_stdin` poll's output: one more chunk of its command's output, and once the poll
+/// reports the exit, the command's answer (all its output, failed by its exit code).
+fn polled(
+    running: &mut HashMap<i64, (String, String)>,
+    session: Option<&i64>,
+    output: &str,
+    who: &Option<Who>,
+) -> Option<Step> {
+    let session = *session?;
+    let (body, code) = split_header(output);
+    let (_, so_far) = running.get_mut(&session)?;
+    so_far.push_str(&body);
+    let Some(Some(code)) = code else {
+        return None;
+    };
+    let (id, text) = running.remove(&session)?;
+    Some(Step::Answer {
+        who: who.clone(),
+        id,
+        answer: Answer::new(json!(text), Some(code != 0)),
+    })
 }
 
 /// The prompt step for `text`, or `None` when it is the prompt this turn already has.
@@ -637,6 +714,71 @@ mod tests {
             user_item("again"),
         ]);
         assert_eq!(prompts(&text), ["fix the build", "again"]);
+    }
+
+    /// As the rollout of a real Codex 0.169.0 run records it (see `docs/agents.md`): a command
+    /// still running, polled with `write_stdin` until it exits with code 3. Its hooks were the
+    /// command's PreToolUse, then its PostToolUse when the process exited; none for the poll.
+    #[test]
+    fn a_polled_command_is_answered_when_its_poll_reports_the_exit() {
+        let call = |id: &str, name: &str, args: &str| {
+            (
+                "response_item",
+                json!({"type": "function_call", "name": name, "arguments": args, "call_id": id}),
+            )
+        };
+        let output = |id: &str, out: &str| {
+            (
+                "response_item",
+                json!({"type": "function_call_output", "call_id": id, "output": out}),
+            )
+        };
+        let text = rollout(&[
+            user_event("run the slow test"),
+            call(
+                "call_0_0",
+                "exec_command",
+                r#"{"cmd": "sleep 2; echo FAIL one test; exit 3", "yield_time_ms": 300}"#,
+            ),
+            output(
+                "call_0_0",
+                "Chunk ID: a0b065\nWall time: 0.3014 seconds\nProcess running with session ID 91531\nOriginal token count: 0\nOutput:\nstarting\n",
+            ),
+            call(
+                "call_1_0",
+                "write_stdin",
+                r#"{"session_id": 91531, "chars": "", "yield_time_ms": 5000}"#,
+            ),
+            output(
+                "call_1_0",
+                "Chunk ID: 2ad304\nWall time: 1.4599 seconds\nProcess exited with code 3\nOriginal token count: 4\nOutput:\nFAIL one test\n",
+            ),
+        ]);
+        let c = convert_group(&text, &[], "fb");
+        let tools: Vec<(&str, &str)> = c
+            .payloads
+            .iter()
+            .filter(|p| p.event.contains("Tool"))
+            .map(|p| (p.event, p.payload["tool_name"].as_str().unwrap_or("")))
+            .collect();
+        assert_eq!(
+            tools,
+            [("PreToolUse", "Bash"), ("PostToolUseFailure", "Bash")],
+            "the poll fires no hook; the command is answered when it exits"
+        );
+        let post = &c
+            .payloads
+            .iter()
+            .find(|p| p.event == "PostToolUseFailure")
+            .unwrap();
+        assert_eq!(post.payload["tool_use_id"], "call_0_0");
+        assert!(
+            post.payload["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("starting") && e.contains("FAIL one test")),
+            "all its output: {}",
+            post.payload
+        );
     }
 
     #[test]

@@ -16,13 +16,16 @@ use crate::util::canon::Digest16;
 
 pub const MAGIC: [u8; 4] = *b"LGST";
 /// Bumped whenever the body's layout changes incompatibly; files of a format this binary does
-/// not read are quarantined. 8 adds the prompts of the turns the circuit breaker counted
+/// not read are quarantined. 9 may set the ledger entry's "still under way" bit (the layout of 8,
+/// whose files never set it, so 8 is read as 9); 8 adds the prompts of the turns the circuit breaker counted
 /// (`failed_prompts`) as the last field; 7 adds when loopgate wrote the state ([`Written`]) as its last
 /// field; 6 adds the configuration baseline as [`Heed`]'s last field; 5 adds the session's [`Heed`] as the state's last field; 4 adds the ceiling's [`PermissionGate`] as its last field; 3 adds
 /// the session's [`Ceiling`] as the state's last field; 2 writes the ledger's entries as one block
 /// ([`crate::judge::ledger::block`]); 1, the same state with entries field by field. 1 to 4 are
 /// still read, what they lack taken as its default.
-pub const FORMAT: u16 = 8;
+pub const FORMAT: u16 = 9;
+/// The last format without an entry's "still under way" bit: the same layout, read as [`FORMAT`].
+const FORMAT_NO_UNDER_WAY: u16 = 8;
 /// The first format with the time of writing, without the breaker's prompts, still read.
 const FORMAT_NO_FAILED_PROMPTS: u16 = 7;
 /// The first format with the configuration baseline, without [`Written`], still read.
@@ -97,6 +100,7 @@ pub fn peek_header(bytes: &[u8]) -> Result<(u64, usize), Bad> {
     if !matches!(
         format,
         FORMAT
+            | FORMAT_NO_UNDER_WAY
             | FORMAT_NO_FAILED_PROMPTS
             | FORMAT_NO_WRITTEN
             | FORMAT_NO_CONFIG
@@ -127,7 +131,7 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
     let _by_field = (bytes[4..6] == FORMAT_ENTRIES_BY_FIELD.to_le_bytes())
         .then(crate::judge::ledger::block::LegacyEntries::new);
     let format = u16::from_le_bytes([bytes[4], bytes[5]]);
-    let state = if format == FORMAT {
+    let state = if format == FORMAT || format == FORMAT_NO_UNDER_WAY {
         postcard::from_bytes(body)
     } else {
         // What each older format lacks is last, so an older body followed by its default's

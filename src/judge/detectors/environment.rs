@@ -32,9 +32,10 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
     let Some(run) = run(&v.ledger.entries, &call.key, v.world.epoch) else {
         return lacking(v, call);
     };
-    // Without an edit between, the repeat rule judges it (and sooner).
+    // Without an edit between, the repeat rule judges it (and sooner); a run too short of this
+    // one command may still be one of several commands that all lack the same program.
     if run.edits == 0 || run.answers < cfg.environment_failures.max(2) {
-        return None;
+        return lacking(v, call);
     }
     if v.now_ms.saturating_sub(run.last.end_ms) >= cfg.cooldown_minutes * 60_000 {
         return None;

@@ -46,6 +46,9 @@ pub struct Call<'a> {
     pub class: ToolClass,
     /// Real waiting came before it (a sleep in it or just before it, or minutes of quiet).
     pub waited: bool,
+    /// Its latest failures by the session's other agents, in this state of the work: a command
+    /// failing the same way is one loop whichever subagent retries it.
+    pub elsewhere: Option<repeat::Elsewhere>,
 }
 
 /// The session-wide records a detector may move on: the circuit breaker, and the ceiling's

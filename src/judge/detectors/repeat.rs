@@ -138,6 +138,103 @@ pub fn chain<'a>(
     Some(c)
 }
 
+/// A call's identical failures by the session's other agents since the work last changed: the
+/// same command retried by one subagent after another, or by several at once, is one loop.
+#[derive(Debug, Clone)]
+pub struct Elsewhere {
+    /// The latest of them, whose answer the others match.
+    pub last: Entry,
+    pub failures: u32,
+    pub agents: u32,
+}
+
+impl Elsewhere {
+    /// The failures of `key` by agents other than `me`, each agent's run of identical failures
+    /// since its last other answer of that call, all in the state of the work `epoch`.
+    pub fn of(
+        agents: &std::collections::BTreeMap<String, crate::judge::state::AgentState>,
+        me: &str,
+        key: &Digest16,
+        epoch: u32,
+    ) -> Option<Elsewhere> {
+        if agents.len() < 2 {
+            return None;
+        }
+        let mut runs: Vec<(&Entry, u32)> = Vec::new();
+        for (id, agent) in agents {
+            if id == me {
+                continue;
+            }
+            let mut mine = agent.ledger.answers().filter(|e| e.key == *key);
+            let Some(last) = mine.next() else { continue };
+            if !last.status.failed() || last.epoch_after != epoch || said(last).is_none() {
+                continue;
+            }
+            let more = mine
+                .take_while(|e| {
+                    e.status.failed() && e.epoch_after == epoch && said(e) == said(last)
+                })
+                .count() as u32;
+            runs.push((last, more + 1));
+        }
+        let latest = runs.iter().map(|(e, _)| *e).max_by_key(|e| e.end_ms)?;
+        let same: Vec<&(&Entry, u32)> = runs
+            .iter()
+            .filter(|(e, _)| said(e) == said(latest))
+            .collect();
+        Some(Elsewhere {
+            last: latest.clone(),
+            failures: same.iter().map(|(_, n)| n).sum(),
+            agents: same.len() as u32,
+        })
+    }
+}
+
+/// The call's failures across the session's agents, once they are past its class budget: the
+/// agent's own run of the same failure and the other agents' together.
+fn across_agents(v: &View, call: &Call, own: Option<&Chain>) -> Option<Verdict> {
+    let cfg = &v.config.detectors.repeat;
+    let other = call.elsewhere.as_ref()?;
+    if call.waited || v.now_ms.saturating_sub(other.last.end_ms) >= cfg.cooldown_minutes * 60_000 {
+        return None;
+    }
+    // Every agent sees the failure once for itself (a first try, the parent checking what a
+    // subagent reported); its retries are what the session's agents spend together.
+    let own = own
+        .filter(|c| c.last.status.failed() && said(c.last) == said(&other.last))
+        .map_or(0, |c| c.answers);
+    if own == 0 {
+        return None;
+    }
+    let total = own + other.failures;
+    let allowed = failure_budget(other.last.error_class, cfg);
+    if total <= allowed {
+        return None;
+    }
+    let what = super::describe(call.tool, &other.last.target);
+    let class = other.last.error_class.map_or("unknown", ErrorClass::name);
+    let error = if other.last.preview.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", other.last.preview)
+    };
+    let n = other.agents;
+    let by = format!("by you and {n} other agent{} of this session", plural(n));
+    let reason = format!(
+        "LOOP_DETECTED (loopgate): {what} has failed {total} times {by} with the same answer \
+         ({class} error{error}), and nothing has changed since. Running it again will fail the \
+         same way: change what makes it fail first, or report what blocks you."
+    );
+    Some(
+        Verdict::new(NAME, Action::Deny, Severity::of_count(total + 1), reason)
+            .loop_warning()
+            .with("call", other.last.key.short())
+            .with("answers", total)
+            .with("allowed_repeats", allowed)
+            .with("agents", other.agents + 1),
+    )
+}
+
 /// Retries a failure of this class is allowed: transient 3, deterministic 1, unknown 2 (seed 002).
 pub fn failure_budget(class: Option<ErrorClass>, cfg: &Repeat) -> u32 {
     match class {
@@ -201,7 +298,10 @@ pub fn check(v: &View, call: &Call) -> Option<Verdict> {
     if back_to_back <= allowed && !waiting_over {
         // A failing poll past its class budget is told, once, before time refuses it.
         let warn = failing && call.waited && !deterministic && c.answers == allowed + 1;
-        return warn.then(|| poll_warning(&c, call, waited_ms, cfg.failing_poll_minutes));
+        if warn {
+            return Some(poll_warning(&c, call, waited_ms, cfg.failing_poll_minutes));
+        }
+        return across_agents(v, call, Some(&c));
     }
     Some(verdict(
         &c,

@@ -116,6 +116,7 @@ fn before_call(
     // A Code Mode script's call: the proxy level judges it (the window and the repeat rule).
     let scripted = p.tool_use_id.as_deref().is_some_and(script::is_script_call);
     let news_ms = state.heed.news_of(&p.agent_key());
+    let elsewhere = repeat::Elsewhere::of(&state.agents, &p.agent_key(), &key, state.world.epoch);
     let agent = state.agents.entry(p.agent_key()).or_default();
     agent.last_seen_ms = agent.last_seen_ms.max(now);
     let waits_itself =
@@ -136,6 +137,7 @@ fn before_call(
             key,
             class,
             waited,
+            elsewhere,
         },
         agent,
         session: &state.session,
@@ -198,6 +200,7 @@ fn record_call(
         novel: false,
         waited,
         sleeps: false,
+        under_way: false,
         news: false,
         start_ms: now,
         end_ms: now,
@@ -265,6 +268,13 @@ pub(super) fn finish(
         novel = apply_changes(state, f, class, &mut result, ctx.now_ms);
     }
     let key = record_answer(state, f, class, &result, novel, ctx.now_ms);
+    if f.status.answered() {
+        let ended =
+            crate::judge::under_way::poll_outcome(f.tool, f.status.failed(), f.error, f.response);
+        if let Some((failed, output)) = ended {
+            settle_polled(state, f, failed, &output, ctx.now_ms);
+        }
+    }
     let verdicts = after_answer(state, f, ctx);
     if f.status.failed() {
         state.totals.failures += 1;
@@ -402,6 +412,8 @@ fn record_answer(
             f.input,
             Some(now.saturating_sub(start_ms)),
         ),
+        under_way: f.status == Status::Ok
+            && crate::judge::under_way::answer_says(f.tool, f.input, f.response),
         news: false,
         start_ms,
         end_ms: now,
@@ -415,6 +427,47 @@ fn record_answer(
         state.heed.news(&agent_key, now);
     }
     key
+}
+
+/// A poll that reports its command's end brings that command's outcome: the agent's latest
+/// command whose answer said it was left running takes the poll's answer as its own, so the
+/// same long command failing the same way again is a repeat. (Codex needs none of this: it
+/// fires the command's own PostToolUse when the process exits, and no hook for its polls.)
+fn settle_polled(state: &mut SessionState, f: &Finished, failed: bool, output: &str, now: u64) {
+    let status = if failed { Status::Failed } else { Status::Ok };
+    let result = &if failed {
+        outcome::of_command_failure(output, &[], &[])
+    } else {
+        let stdout = serde_json::json!({ "stdout": output });
+        outcome::of_command_success("Bash", Some(&stdout), &[], &[])
+    };
+    let error_class = result.error_class.filter(|_| failed);
+    let preview = if failed {
+        crate::protocol::payload::clip(&redact::mask(&result.preview), 100).to_string()
+    } else {
+        String::new()
+    };
+    let ledger = &mut state
+        .agents
+        .entry(crate::protocol::payload::stored_id(f.agent))
+        .or_default()
+        .ledger;
+    let left_running = ledger.entries.iter().rposition(|e| {
+        e.under_way && e.class == ToolClass::Shell && !crate::judge::wait::polls(&e.tool)
+    });
+    // The command's answer comes now, after its polls: the waiting they did was for this
+    // answer, not between this run and the next.
+    if let Some(mut e) = left_running.and_then(|at| ledger.entries.remove(at)) {
+        e.under_way = false;
+        e.status = status;
+        e.answer = result.digest;
+        e.shape = result.shape;
+        e.rich = result.rich;
+        e.error_class = error_class;
+        e.preview = preview;
+        e.end_ms = now;
+        ledger.push(e);
+    }
 }
 
 /// The call's pending record: by its id, or else the oldest pending one of the same call.

@@ -22,7 +22,10 @@ pub(super) fn waited(
     let Some(prev) = ledger.last_answer_of(key) else {
         return false;
     };
-    if prev.sleeps {
+    // A sleep, or an answer that said what it reports on is still under way (a CI run queued)
+    // and real time since: asking again then is waiting for it (asking again at once is not).
+    let min_wait_ms = (crate::judge::wait::MIN_WAIT_S * 1000.0) as u64;
+    if prev.sleeps || (prev.under_way && now_ms.saturating_sub(prev.end_ms) >= min_wait_ms) {
         return true;
     }
     let failing = prev.status.failed();

@@ -95,7 +95,7 @@ fn write_entry(out: &mut Vec<u8>, e: &Entry) {
     out.extend_from_slice(&e.epoch_after.to_le_bytes());
     out.push(u8::from(e.novel) | u8::from(e.news) << 1);
     out.push(u8::from(e.waited));
-    out.push(u8::from(e.sleeps));
+    out.push(u8::from(e.sleeps) | u8::from(e.under_way) << 1);
     out.extend_from_slice(&e.start_ms.to_le_bytes());
     out.extend_from_slice(&e.end_ms.to_le_bytes());
     out.extend_from_slice(&e.turn.to_le_bytes());
@@ -152,7 +152,10 @@ fn read_entry(b: &mut &[u8]) -> Option<Entry> {
         _ => return None,
     };
     let waited = flag(b)?;
-    let sleeps = flag(b)?;
+    let (sleeps, under_way) = match byte(b)? {
+        n @ 0..=3 => (n & 1 != 0, n & 2 != 0),
+        _ => return None,
+    };
     let start_ms = u64::from_le_bytes(take(b)?);
     let end_ms = u64::from_le_bytes(take(b)?);
     let turn = u32::from_le_bytes(take(b)?);
@@ -178,6 +181,7 @@ fn read_entry(b: &mut &[u8]) -> Option<Entry> {
         waited,
         sleeps,
         news,
+        under_way,
         start_ms,
         end_ms,
         turn,
@@ -283,6 +287,7 @@ mod tests {
             novel: n.is_multiple_of(4),
             waited: n.is_multiple_of(5),
             sleeps: n.is_multiple_of(6),
+            under_way: n.is_multiple_of(7),
             news: false,
             start_ms: 1_700_000_000_000 + u64::from(n),
             end_ms: 1_700_000_000_500 + u64::from(n),

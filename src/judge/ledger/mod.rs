@@ -93,6 +93,12 @@ pub struct Entry {
     /// The call itself waits on purpose (`sleep 30`).
     #[serde(default)]
     pub sleeps: bool,
+    /// Its answer said that what it reports on is still under way (a command it left running in
+    /// the background, a CI run in progress): no outcome yet, so asking again is a wait. A
+    /// command's flag is cleared when a poll brings its outcome. Stored in the sleeps flag's
+    /// byte of the entry block; not part of the by-field format 1.
+    #[serde(skip)]
+    pub under_way: bool,
     /// The answer was news when it came: a first answer with content, or unlike the call's
     /// previous one (judged then, against the ledger of that moment). Stored in the novel flag's
     /// byte of the entry block; not part of the by-field format 1.
