@@ -336,6 +336,18 @@ impl Command {
         })
     }
 
+    /// Whether running this command changes loopgate's wiring, state or sessions: what the
+    /// guard refuses when the agent runs it. Judged on the parsed command, so a flag that makes
+    /// a command only look (`gc --dry-run`, `setup --show-bin`) is seen for what it is.
+    pub fn changes_something(&self) -> bool {
+        match self {
+            Command::Gc { dry_run, .. } => !dry_run,
+            Command::Setup { show_bin, .. } => !show_bin,
+            Command::Reset { .. } => true,
+            c => c.hook_event().is_some(),
+        }
+    }
+
     /// The subcommand's name as typed.
     pub fn name(&self) -> &'static str {
         match self {
