@@ -392,3 +392,111 @@ fn an_env_entry_that_reaches_the_loader_or_loopgates_detection_is_undone_and_tol
         assert_eq!(now["env"]["PATH"], ordinary["env"]["PATH"], "{now}");
     }
 }
+
+/// Issue 37 point 2: a settings file Claude Code reads and loopgate could not (JSON that
+/// JavaScript's `JSON.parse` takes, a FIFO, a device, a directory, a huge file) was skipped as
+/// if absent. Each now counts as switching loopgate off: refused, moved aside whole and replaced,
+/// told — within a second, never waiting on the FIFO. Their harmless twins (the same JSON shapes
+/// with nothing disabling) pass untouched.
+#[test]
+fn a_settings_file_read_as_the_cli_reads_it_or_undone() {
+    let env = Env::new();
+    let home = env.state.parent().unwrap().to_path_buf();
+    let user = home.join(".claude/settings.json");
+    let setup = env.run(&["setup", "--settings", user.to_str().unwrap()], b"");
+    assert_eq!(setup.code, 0, "{}", setup.stderr);
+    let local = env.project.join(".claude/settings.local.json");
+    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+    let deep = |inner: &str| format!("{}{inner}{}", "[".repeat(130), "]".repeat(130));
+    let routes: Vec<(&str, String)> = vec![
+        (
+            "a lone surrogate",
+            r#"{"x": "\ud800", "disableAllHooks": true}"#.into(),
+        ),
+        ("1e400", r#"{"n": 1e400, "disableAllHooks": true}"#.into()),
+        (
+            "130 deep",
+            format!(r#"{{"x": {}, "disableAllHooks": true}}"#, deep("1")),
+        ),
+        (
+            "Infinity as the switch",
+            r#"{"disableAllHooks": 1e400}"#.into(),
+        ),
+        (
+            "an env entry past a surrogate",
+            r#"{"a": "\udfff", "env": {"LOOPGATE_MODE": "observe"}}"#.into(),
+        ),
+        (
+            "nested past what loopgate parses",
+            format!(r#"{{"x": {}}}"#, "[".repeat(5000) + &"]".repeat(5000)),
+        ),
+        (
+            "a huge file",
+            format!(r#"{{"pad": "{}"}}"#, "x".repeat(5 << 20)),
+        ),
+    ];
+    for (what, text) in &routes {
+        std::fs::write(&local, text).unwrap();
+        let started = std::time::Instant::now();
+        let out = change(&env, &local, "local_settings");
+        assert!(
+            started.elapsed().as_secs() < 5,
+            "{what}: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(out.code, 0, "{what}: {}", out.stderr);
+        assert_eq!(out.json()["decision"], "block", "{what}: {}", out.stdout);
+        let now =
+            loopgate::util::js_json::parse(&std::fs::read_to_string(&local).unwrap()).unwrap();
+        assert!(
+            now.get("disableAllHooks").is_none() && now["env"].get("LOOPGATE_MODE").is_none(),
+            "{what}: {now}"
+        );
+        assert!(wired(&read(&user)), "{what}");
+        let _ = std::fs::remove_file(&local);
+    }
+    // Special files in its place: a FIFO nobody writes, a device, a directory.
+    for what in ["fifo", "device", "directory"] {
+        let _ = std::fs::remove_file(&local);
+        let _ = std::fs::remove_dir_all(local.with_extension("json.loopgate-undone"));
+        let _ = std::fs::remove_file(local.with_extension("json.loopgate-undone"));
+        match what {
+            "fifo" => assert!(std::process::Command::new("mkfifo")
+                .arg(&local)
+                .status()
+                .unwrap()
+                .success()),
+            "device" => std::os::unix::fs::symlink("/dev/zero", &local).unwrap(),
+            _ => std::fs::create_dir(&local).unwrap(),
+        }
+        let started = std::time::Instant::now();
+        let out = change(&env, &local, "local_settings");
+        assert!(
+            started.elapsed().as_secs() < 5,
+            "{what}: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(out.json()["decision"], "block", "{what}: {}", out.stdout);
+        let reason = out.json()["reason"].as_str().unwrap().to_string();
+        assert!(reason.contains("cannot read it"), "{what}: {reason}");
+        if what != "directory" {
+            assert!(local.is_file(), "{what}: put right as a plain file");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&local);
+    // The harmless twins: the same shapes, nothing that switches loopgate off.
+    for text in [
+        r#"{"x": "\ud800", "permissions": {"allow": ["Bash(ls)"]}}"#.to_string(),
+        r#"{"n": 1e400}"#.to_string(),
+        format!(r#"{{"x": {}}}"#, deep("1")),
+    ] {
+        std::fs::write(&local, &text).unwrap();
+        let out = change(&env, &local, "local_settings");
+        assert!(out.is_silent_allow(), "{text:.60}: {}", out.stdout);
+        assert_eq!(
+            std::fs::read_to_string(&local).unwrap(),
+            text,
+            "left as it is"
+        );
+    }
+}

@@ -106,23 +106,25 @@ pub fn digest(settings: &Value) -> String {
 
 /// The JSON of a settings file's text, as ConfigChange reads it (empty is `{}`).
 pub fn parse(text: &str) -> Option<Value> {
-    if text.trim().is_empty() {
-        return Some(Value::Object(serde_json::Map::new()));
-    }
-    serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}'))
-        .ok()
-        .filter(Value::is_object)
+    super::settings_file::parse(text).ok()
 }
 
-fn read_small(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let f = std::fs::File::open(path).ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
+/// A settings file's JSON now: `{}` when it is gone, `None` when it cannot be read as Claude
+/// Code reads it (never a wait on a FIFO put in its place).
+fn settings_now(path: &Path) -> Option<Value> {
+    match super::settings_file::read(path) {
+        super::settings_file::Settings::Missing => Some(Value::Object(serde_json::Map::new())),
+        super::settings_file::Settings::Json(_, v) => Some(v),
+        super::settings_file::Settings::Unreadable(_) => None,
     }
-    let mut text = String::new();
-    f.take(MAX_RECORD).read_to_string(&mut text).ok()?;
-    Some(text)
+}
+
+/// A record's text: a regular file of at most [`MAX_RECORD`] bytes (a FIFO put in its place is
+/// never waited on).
+fn read_small(path: &Path) -> Option<String> {
+    crate::platform::bounded::read_text(path, None, MAX_RECORD)
+        .ok()
+        .flatten()
 }
 
 /// An id is six hex digits: short enough to type, and safe as a file name.
@@ -221,10 +223,7 @@ pub fn allow(state_dir: &Path, id: &str, session: &str, now_ms: u64) -> Result<P
         return Err(Refused::Expired);
     }
     for k in &p.files {
-        let now = match read_small(&k.file) {
-            Some(t) => parse(&t),
-            None => Some(Value::Object(serde_json::Map::new())),
-        };
+        let now = settings_now(&k.file);
         if now.map(|v| digest(&v)).as_deref() != Some(k.put_back.as_str()) {
             return Err(Refused::ChangedSince(k.file.clone()));
         }
@@ -291,10 +290,7 @@ pub fn in_effect(state_dir: &Path) -> Vec<Allowed> {
     all_allowed(state_dir)
         .into_iter()
         .filter(|a| {
-            let now = match read_small(&a.file) {
-                Some(t) => parse(&t),
-                None => Some(Value::Object(serde_json::Map::new())),
-            };
+            let now = settings_now(&a.file);
             now.is_some_and(|v| digest(&v) == a.digest)
         })
         .collect()
