@@ -16,6 +16,18 @@ fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// A session whose user settings setup wired, and the project's local settings file (its
+/// directory made): `(env, user, local)`.
+fn wired_user_and_local() -> (Env, std::path::PathBuf, std::path::PathBuf) {
+    let env = Env::new();
+    let user = env.state.parent().unwrap().join(".claude/settings.json");
+    let setup = env.run(&["setup", "--settings", user.to_str().unwrap()], b"");
+    assert_eq!(setup.code, 0, "{}", setup.stderr);
+    let local = env.project.join(".claude/settings.local.json");
+    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+    (env, user, local)
+}
+
 fn wired(v: &Value) -> bool {
     v["hooks"]["PreToolUse"]
         .to_string()
@@ -356,13 +368,7 @@ fn a_plugin_install_is_judged_by_its_switches_and_its_files() {
 /// change, undone and told; the person's ordinary variables, `PATH` among them, are left alone.
 #[test]
 fn an_env_entry_that_reaches_the_loader_or_loopgates_detection_is_undone_and_told() {
-    let env = Env::new();
-    let home = env.state.parent().unwrap().to_path_buf();
-    let user = home.join(".claude/settings.json");
-    let setup = env.run(&["setup", "--settings", user.to_str().unwrap()], b"");
-    assert_eq!(setup.code, 0, "{}", setup.stderr);
-    let local = env.project.join(".claude/settings.local.json");
-    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+    let (env, _user, local) = wired_user_and_local();
 
     let ordinary = json!({"env": {"PATH": "/opt/node/bin:/usr/bin:/bin", "NODE_OPTIONS": "--max-old-space-size=4096"}});
     std::fs::write(&local, ordinary.to_string()).unwrap();
@@ -393,6 +399,17 @@ fn an_env_entry_that_reaches_the_loader_or_loopgates_detection_is_undone_and_tol
     }
 }
 
+/// ConfigChange for `local`, which must be refused well within the CLI's 10 s hook timeout.
+fn refused_in_time(env: &Env, local: &Path, what: &str) -> crate::common::Out {
+    let started = std::time::Instant::now();
+    let out = change(env, local, "local_settings");
+    let took = started.elapsed();
+    assert!(took.as_secs() < 5, "{what}: {took:?}");
+    assert_eq!(out.code, 0, "{what}: {}", out.stderr);
+    assert_eq!(out.json()["decision"], "block", "{what}: {}", out.stdout);
+    out
+}
+
 /// Issue 37 point 2: a settings file Claude Code reads and loopgate could not (JSON that
 /// JavaScript's `JSON.parse` takes, a FIFO, a device, a directory, a huge file) was skipped as
 /// if absent. Each now counts as switching loopgate off: refused, moved aside whole and replaced,
@@ -400,13 +417,7 @@ fn an_env_entry_that_reaches_the_loader_or_loopgates_detection_is_undone_and_tol
 /// with nothing disabling) pass untouched.
 #[test]
 fn a_settings_file_read_as_the_cli_reads_it_or_undone() {
-    let env = Env::new();
-    let home = env.state.parent().unwrap().to_path_buf();
-    let user = home.join(".claude/settings.json");
-    let setup = env.run(&["setup", "--settings", user.to_str().unwrap()], b"");
-    assert_eq!(setup.code, 0, "{}", setup.stderr);
-    let local = env.project.join(".claude/settings.local.json");
-    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+    let (env, user, local) = wired_user_and_local();
     let deep = |inner: &str| format!("{}{inner}{}", "[".repeat(130), "]".repeat(130));
     let routes: Vec<(&str, String)> = vec![
         (
@@ -437,15 +448,7 @@ fn a_settings_file_read_as_the_cli_reads_it_or_undone() {
     ];
     for (what, text) in &routes {
         std::fs::write(&local, text).unwrap();
-        let started = std::time::Instant::now();
-        let out = change(&env, &local, "local_settings");
-        assert!(
-            started.elapsed().as_secs() < 5,
-            "{what}: {:?}",
-            started.elapsed()
-        );
-        assert_eq!(out.code, 0, "{what}: {}", out.stderr);
-        assert_eq!(out.json()["decision"], "block", "{what}: {}", out.stdout);
+        refused_in_time(&env, &local, what);
         let now =
             loopgate::util::js_json::parse(&std::fs::read_to_string(&local).unwrap()).unwrap();
         assert!(
@@ -469,14 +472,7 @@ fn a_settings_file_read_as_the_cli_reads_it_or_undone() {
             "device" => std::os::unix::fs::symlink("/dev/zero", &local).unwrap(),
             _ => std::fs::create_dir(&local).unwrap(),
         }
-        let started = std::time::Instant::now();
-        let out = change(&env, &local, "local_settings");
-        assert!(
-            started.elapsed().as_secs() < 5,
-            "{what}: {:?}",
-            started.elapsed()
-        );
-        assert_eq!(out.json()["decision"], "block", "{what}: {}", out.stdout);
+        let out = refused_in_time(&env, &local, what);
         let reason = out.json()["reason"].as_str().unwrap().to_string();
         assert!(reason.contains("cannot read it"), "{what}: {reason}");
         if what != "directory" {
