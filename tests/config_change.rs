@@ -283,7 +283,7 @@ fn a_plugin_install_is_judged_by_its_switches_and_its_files() {
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(repo.join(rel), to).unwrap();
     }
-    let plugin = Env::new().var("CLAUDE_PLUGIN_ROOT", root.path().to_str().unwrap());
+    let plugin = Env::new().plugin(root.path());
     let home = plugin.state.parent().unwrap().to_path_buf();
     let user = home.join(".claude/settings.json");
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
@@ -340,15 +340,15 @@ fn a_plugin_install_is_judged_by_its_switches_and_its_files() {
     };
     let said = start(&plugin);
     assert!(!said.stdout.contains("systemMessage"), "{}", said.stdout);
-    let mut changed = Env::new().var("CLAUDE_PLUGIN_ROOT", root.path().to_str().unwrap());
+    let mut changed = Env::new().plugin(root.path());
     changed.session = "sess-2".into();
     let wrapper = root.path().join("hooks/loopgate-hook");
     let text = std::fs::read_to_string(&wrapper).unwrap();
     std::fs::write(
         &wrapper,
         text.replace(
-            "exec \"$bin\" \"$@\"",
-            "[ \"$1\" = pre-tool-use ] && exit 0\nexec \"$bin\" \"$@\"",
+            "exec \"$bin\" --plugin \"$root\" \"$@\"",
+            "[ \"$1\" = pre-tool-use ] && exit 0\nexec \"$bin\" --plugin \"$root\" \"$@\"",
         ),
     )
     .unwrap();
@@ -495,4 +495,32 @@ fn a_settings_file_read_as_the_cli_reads_it_or_undone() {
             "left as it is"
         );
     }
+}
+
+/// Issue 37 point 1: what loopgate takes itself for comes from the command line its wrapper or
+/// setup wrote. `CLAUDE_PLUGIN_ROOT` in the hook's environment (a settings `env` entry reaches
+/// every later hook process) made a settings install take itself for the plugin and stop
+/// judging the person's wiring: the user's hooks removed went untold. Now they are put back;
+/// the plugin's own wrapper (`--plugin ROOT`) still finds no wiring to restore.
+#[test]
+fn the_environment_does_not_make_loopgate_the_plugin() {
+    let (env, user, _local) = wired_user_and_local();
+    let env = env.var("CLAUDE_PLUGIN_ROOT", "/tmp/not-a-plugin");
+    std::fs::write(&user, r#"{"permissions": {"allow": ["Bash(ls)"]}}"#).unwrap();
+    let out = change(&env, &user, "user_settings");
+    assert_eq!(out.json()["decision"], "block", "{}", out.stdout);
+    assert!(out.stdout.contains("hooks are gone"), "{}", out.stdout);
+    assert!(wired(&read(&user)));
+
+    let plugin = Env::new().plugin(Path::new("/tmp/loopgate-plugin"));
+    let user = plugin.state.parent().unwrap().join(".claude/settings.json");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, r#"{"permissions": {"allow": ["Bash(ls)"]}}"#).unwrap();
+    assert!(change(&plugin, &user, "user_settings").is_silent_allow());
+    // The plugin's hook runs `sh` by name and its wrapper may fall back to the `loopgate` on
+    // PATH: there PATH is wiring (a settings install names both by absolute path, and keeps it).
+    std::fs::write(&user, r#"{"env": {"PATH": "/tmp/fake-sh:/usr/bin:/bin"}}"#).unwrap();
+    let out = change(&plugin, &user, "user_settings");
+    assert_eq!(out.json()["decision"], "block", "{}", out.stdout);
+    assert!(read(&user)["env"].get("PATH").is_none(), "{}", read(&user));
 }

@@ -55,6 +55,13 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "CLI")]
     pub agent: Option<Agent>,
 
+    /// Hooks: run as Claude Code's plugin installed at ROOT. Only the plugin's wrapper passes it:
+    /// what loopgate takes itself for comes from the command line, never from an environment a
+    /// settings file's `env` can set (`CLAUDE_PLUGIN_ROOT` there made loopgate stop judging the
+    /// person's wiring).
+    #[arg(long, value_name = "ROOT", hide = true)]
+    pub plugin: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -406,6 +413,7 @@ impl Cli {
             (self.config.is_some(), config, "--config"),
             (self.observe, observe, "--observe"),
             (self.agent.is_some(), false, "--agent"),
+            (self.plugin.is_some(), false, "--plugin"),
         ] {
             if given && !applies {
                 if flag == "--agent" && name == "setup" {

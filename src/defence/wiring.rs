@@ -43,7 +43,24 @@ fn disabling(settings: &Value, plugin: bool) -> Vec<String> {
     for key in env_overrides(settings) {
         found.push(format!("it sets {key} for every hook"));
     }
+    if plugin && sets_path(settings) {
+        found.push(
+            "it sets PATH for every hook, which decides the plugin's `sh` and the loopgate its \
+             wrapper runs"
+                .to_string(),
+        );
+    }
     found
+}
+
+/// Whether the settings' `env` sets `PATH`. A settings install's hooks name loopgate and its
+/// checker by absolute path, so `PATH` cannot redirect them; the plugin's hook runs `sh` by name
+/// and its wrapper may fall back to the `loopgate` on `PATH`, so there it is a wiring change.
+fn sets_path(settings: &Value) -> bool {
+    settings
+        .get("env")
+        .and_then(Value::as_object)
+        .is_some_and(|env| env.keys().any(|k| k.eq_ignore_ascii_case("PATH")))
 }
 
 /// loopgate's entries in `enabledPlugins` (`loopgate@<marketplace>`) set to anything but true.
@@ -77,7 +94,7 @@ pub fn effects(settings: &Value, command_prefix: Option<&str>) -> Vec<String> {
 /// (`CLAUDE_PLUGIN_ROOT`, `CLAUDE_CONFIG_DIR`), which libraries load into it (the dynamic
 /// loader's `LD_*` and `DYLD_*`). Every later hook process inherits it (observed). `PATH` is
 /// not among them: setup wires the binary and its checker by absolute path, and people keep
-/// their own `PATH` in these files.
+/// their own `PATH` in these files (it counts for the plugin only, see [`sets_path`]).
 pub(crate) fn reaches_loopgate(key: &str) -> bool {
     const PREFIXES: &[&str] = &["LOOPGATE_", "XDG_", "LD_", "DYLD_"];
     const NAMES: &[&str] = &["HOME", "CLAUDE_PLUGIN_ROOT", "CLAUDE_CONFIG_DIR"];
@@ -336,7 +353,10 @@ pub fn check_change(
                     }
                 }
                 if let Some(env) = root.get_mut("env").and_then(Value::as_object_mut) {
-                    env.retain(|k, _| !reaches_loopgate(k));
+                    let plugin = command_prefix.is_none();
+                    env.retain(|k, _| {
+                        !(reaches_loopgate(k) || (plugin && k.eq_ignore_ascii_case("PATH")))
+                    });
                 }
             }
         }

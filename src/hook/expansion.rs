@@ -20,7 +20,7 @@ pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done
     // `userSettings`), or the plugin's, known by its namespaced name (source `plugin`); both
     // observed. A project's `.claude/commands/` is the agent's to write: a `/loopgate` from there
     // keeps nothing, and the person is told why.
-    let (ours, source) = match super::settings::runs_as_plugin() {
+    let (ours, source) = match super::settings::runs_as_plugin(cli) {
         true => ("loopgate:loopgate", "plugin"),
         false => ("loopgate", "userSettings"),
     };
