@@ -21,8 +21,7 @@ use std::path::{Path, PathBuf};
 /// `/loopgate` as the Claude Code plugin ships it (`commands/loopgate.md`).
 pub const PLUGIN_SLASH: &str = "/loopgate:loopgate";
 
-/// Beside a settings file, the version loopgate undid.
-pub const ASIDE_SUFFIX: &str = ".loopgate-undone";
+pub use super::sanction::ASIDE_SUFFIX;
 
 /// What a settings file does that switches loopgate off; `plugin`: loopgate runs as Claude Code's
 /// plugin, which `enabledPlugins` can switch off (a key read as JSON, so an escaped
@@ -374,7 +373,7 @@ pub fn check_change(
             Ok(aside) => {
                 undone.kept.push(Kept {
                     file: file.clone(),
-                    changed: text,
+                    changed_digest: text.as_deref().map(crate::util::canon::text_key),
                     put_back: sanction::digest(&v),
                 });
                 undone.repaired.push((file, aside));
@@ -393,9 +392,7 @@ pub fn check_change(
 /// Writes the repaired settings, keeping the changed version beside them: its text, or for a
 /// file loopgate could not read (`whole`), the file itself moved aside, whatever it is.
 fn put_right(file: &Path, changed: Option<&str>, repaired: &Value, whole: bool) -> Result<PathBuf> {
-    let mut aside = file.as_os_str().to_owned();
-    aside.push(ASIDE_SUFFIX);
-    let aside = PathBuf::from(aside);
+    let aside = sanction::aside_path(file);
     if whole {
         if aside.is_dir() && !aside.is_symlink() {
             std::fs::remove_dir_all(&aside).ok();

@@ -147,37 +147,45 @@ pub fn mask(text: &str) -> String {
     mask_bare_keys(&String::from_utf8_lossy(&out))
 }
 
-/// Whether a text may hold a 40-character run of base64 letters, the shape of an AWS secret
-/// access key, which no name or prefix announces (a credentials CSV line, `aws configure`
-/// answers, `echo … > creds`): one pass, no pattern.
-fn bare_key_runs(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let in_key = |c: u8| c.is_ascii_alphanumeric() || c == b'/' || c == b'+';
+/// The runs of bytes in `in_run` that `accept` takes (given the run and the byte after it):
+/// one pass, no pattern.
+fn runs<'b>(
+    b: &'b [u8],
+    in_run: impl Fn(u8) -> bool + 'b,
+    accept: impl Fn(&[u8], Option<u8>) -> bool + 'b,
+) -> impl Iterator<Item = (usize, usize)> + 'b {
     let mut i = 0;
     std::iter::from_fn(move || {
         while i < b.len() {
-            if !in_key(b[i]) {
+            if !in_run(b[i]) {
                 i += 1;
                 continue;
             }
             let start = i;
-            while i < b.len() && in_key(b[i]) {
+            while i < b.len() && in_run(b[i]) {
                 i += 1;
             }
-            let run = &b[start..i];
-            let bounded = i == b.len() || b[i] != b'=';
-            // Random keys mix both cases and digits; a git id is lower-case hex, a path has
-            // several slashes, a long identifier rarely holds a digit in both halves.
-            if run.len() == 40
-                && bounded
-                && run.iter().any(u8::is_ascii_uppercase)
-                && run.iter().any(u8::is_ascii_lowercase)
-                && run.iter().any(u8::is_ascii_digit)
-                && run.iter().filter(|&&c| c == b'/').count() <= 2
-            {
+            if accept(&b[start..i], b.get(i).copied()) {
                 return Some((start, i));
             }
         }
         None
+    })
+}
+
+/// 40-character runs of base64 letters, the shape of an AWS secret access key, which no name
+/// or prefix announces (a credentials CSV line, `aws configure` answers, `echo … > creds`).
+fn bare_key_runs(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let in_key = |c: u8| c.is_ascii_alphanumeric() || c == b'/' || c == b'+';
+    // Random keys mix both cases and digits; a git id is lower-case hex, a path has several
+    // slashes, a long identifier rarely holds a digit in both halves.
+    runs(b, in_key, |run, next| {
+        run.len() == 40
+            && next != Some(b'=')
+            && run.iter().any(u8::is_ascii_uppercase)
+            && run.iter().any(u8::is_ascii_lowercase)
+            && run.iter().any(u8::is_ascii_digit)
+            && run.iter().filter(|&&c| c == b'/').count() <= 2
     })
 }
 
@@ -188,29 +196,13 @@ fn bare_key_runs(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
 /// below 4.1), and not a hexadecimal digest or id (git ids, SHA-256, UUIDs are not secrets).
 fn random_token_runs(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
     let in_token = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'/' | b'+' | b'-' | b'_');
-    let mut i = 0;
-    std::iter::from_fn(move || {
-        while i < b.len() {
-            if !in_token(b[i]) {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < b.len() && in_token(b[i]) {
-                i += 1;
-            }
-            let run = &b[start..i];
-            if run.len() >= 32
-                && run.iter().any(u8::is_ascii_digit)
-                && run.iter().any(u8::is_ascii_alphabetic)
-                && !run.iter().all(|c| c.is_ascii_hexdigit() || *c == b'-')
-                && run.iter().filter(|&&c| c == b'/').count() <= 2
-                && bits_per_char(run) >= 4.4
-            {
-                return Some((start, i));
-            }
-        }
-        None
+    runs(b, in_token, |run, _| {
+        run.len() >= 32
+            && run.iter().any(u8::is_ascii_digit)
+            && run.iter().any(u8::is_ascii_alphabetic)
+            && !run.iter().all(|c| c.is_ascii_hexdigit() || *c == b'-')
+            && run.iter().filter(|&&c| c == b'/').count() <= 2
+            && bits_per_char(run) >= 4.4
     })
 }
 
