@@ -361,7 +361,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
     use cli::Command as C;
     let mut args = args.into_iter();
     let (mut state_dir, mut config, mut observe, mut command) = (None, None, false, None);
-    let mut agent = None;
+    let (mut agent, mut plugin) = (None, None);
     while let Some(arg) = args.next() {
         if command.is_some() {
             return None;
@@ -382,6 +382,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
             "--observe" if inline.is_none() => observe = true,
             "--state-dir" => state_dir = Some(value()?),
             "--config" => config = Some(value()?),
+            "--plugin" => plugin = Some(value()?),
             "--agent" => agent = Some(protocol::dialect::Agent::parse(value()?.to_str()?)?),
             _ if inline.is_some() || command.is_some() => return None,
             "session-start" => command = Some(C::SessionStart),
@@ -404,6 +405,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
         config,
         observe,
         agent,
+        plugin,
         command: command?,
     })
 }

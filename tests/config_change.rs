@@ -16,6 +16,18 @@ fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// A session whose user settings setup wired, and the project's local settings file (its
+/// directory made): `(env, user, local)`.
+fn wired_user_and_local() -> (Env, std::path::PathBuf, std::path::PathBuf) {
+    let env = Env::new();
+    let user = env.state.parent().unwrap().join(".claude/settings.json");
+    let setup = env.run(&["setup", "--settings", user.to_str().unwrap()], b"");
+    assert_eq!(setup.code, 0, "{}", setup.stderr);
+    let local = env.project.join(".claude/settings.local.json");
+    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+    (env, user, local)
+}
+
 fn wired(v: &Value) -> bool {
     v["hooks"]["PreToolUse"]
         .to_string()
@@ -271,7 +283,7 @@ fn a_plugin_install_is_judged_by_its_switches_and_its_files() {
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(repo.join(rel), to).unwrap();
     }
-    let plugin = Env::new().var("CLAUDE_PLUGIN_ROOT", root.path().to_str().unwrap());
+    let plugin = Env::new().plugin(root.path());
     let home = plugin.state.parent().unwrap().to_path_buf();
     let user = home.join(".claude/settings.json");
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
@@ -328,15 +340,15 @@ fn a_plugin_install_is_judged_by_its_switches_and_its_files() {
     };
     let said = start(&plugin);
     assert!(!said.stdout.contains("systemMessage"), "{}", said.stdout);
-    let mut changed = Env::new().var("CLAUDE_PLUGIN_ROOT", root.path().to_str().unwrap());
+    let mut changed = Env::new().plugin(root.path());
     changed.session = "sess-2".into();
     let wrapper = root.path().join("hooks/loopgate-hook");
     let text = std::fs::read_to_string(&wrapper).unwrap();
     std::fs::write(
         &wrapper,
         text.replace(
-            "exec \"$bin\" \"$@\"",
-            "[ \"$1\" = pre-tool-use ] && exit 0\nexec \"$bin\" \"$@\"",
+            "exec \"$bin\" --plugin \"$root\" \"$@\"",
+            "[ \"$1\" = pre-tool-use ] && exit 0\nexec \"$bin\" --plugin \"$root\" \"$@\"",
         ),
     )
     .unwrap();
@@ -356,13 +368,7 @@ fn a_plugin_install_is_judged_by_its_switches_and_its_files() {
 /// change, undone and told; the person's ordinary variables, `PATH` among them, are left alone.
 #[test]
 fn an_env_entry_that_reaches_the_loader_or_loopgates_detection_is_undone_and_told() {
-    let env = Env::new();
-    let home = env.state.parent().unwrap().to_path_buf();
-    let user = home.join(".claude/settings.json");
-    let setup = env.run(&["setup", "--settings", user.to_str().unwrap()], b"");
-    assert_eq!(setup.code, 0, "{}", setup.stderr);
-    let local = env.project.join(".claude/settings.local.json");
-    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+    let (env, _user, local) = wired_user_and_local();
 
     let ordinary = json!({"env": {"PATH": "/opt/node/bin:/usr/bin:/bin", "NODE_OPTIONS": "--max-old-space-size=4096"}});
     std::fs::write(&local, ordinary.to_string()).unwrap();
@@ -391,4 +397,130 @@ fn an_env_entry_that_reaches_the_loader_or_loopgates_detection_is_undone_and_tol
         assert!(now["env"].get(key).is_none(), "{key} left in place: {now}");
         assert_eq!(now["env"]["PATH"], ordinary["env"]["PATH"], "{now}");
     }
+}
+
+/// ConfigChange for `local`, which must be refused well within the CLI's 10 s hook timeout.
+fn refused_in_time(env: &Env, local: &Path, what: &str) -> crate::common::Out {
+    let started = std::time::Instant::now();
+    let out = change(env, local, "local_settings");
+    let took = started.elapsed();
+    assert!(took.as_secs() < 5, "{what}: {took:?}");
+    assert_eq!(out.code, 0, "{what}: {}", out.stderr);
+    assert_eq!(out.json()["decision"], "block", "{what}: {}", out.stdout);
+    out
+}
+
+/// Issue 37 point 2: a settings file Claude Code reads and loopgate could not (JSON that
+/// JavaScript's `JSON.parse` takes, a FIFO, a device, a directory, a huge file) was skipped as
+/// if absent. Each now counts as switching loopgate off: refused, moved aside whole and replaced,
+/// told — within a second, never waiting on the FIFO. Their harmless twins (the same JSON shapes
+/// with nothing disabling) pass untouched.
+#[test]
+fn a_settings_file_read_as_the_cli_reads_it_or_undone() {
+    let (env, user, local) = wired_user_and_local();
+    let deep = |inner: &str| format!("{}{inner}{}", "[".repeat(130), "]".repeat(130));
+    let routes: Vec<(&str, String)> = vec![
+        (
+            "a lone surrogate",
+            r#"{"x": "\ud800", "disableAllHooks": true}"#.into(),
+        ),
+        ("1e400", r#"{"n": 1e400, "disableAllHooks": true}"#.into()),
+        (
+            "130 deep",
+            format!(r#"{{"x": {}, "disableAllHooks": true}}"#, deep("1")),
+        ),
+        (
+            "Infinity as the switch",
+            r#"{"disableAllHooks": 1e400}"#.into(),
+        ),
+        (
+            "an env entry past a surrogate",
+            r#"{"a": "\udfff", "env": {"LOOPGATE_MODE": "observe"}}"#.into(),
+        ),
+        (
+            "nested past what loopgate parses",
+            format!(r#"{{"x": {}}}"#, "[".repeat(5000) + &"]".repeat(5000)),
+        ),
+        (
+            "a huge file",
+            format!(r#"{{"pad": "{}"}}"#, "x".repeat(5 << 20)),
+        ),
+    ];
+    for (what, text) in &routes {
+        std::fs::write(&local, text).unwrap();
+        refused_in_time(&env, &local, what);
+        let now =
+            loopgate::util::js_json::parse(&std::fs::read_to_string(&local).unwrap()).unwrap();
+        assert!(
+            now.get("disableAllHooks").is_none() && now["env"].get("LOOPGATE_MODE").is_none(),
+            "{what}: {now}"
+        );
+        assert!(wired(&read(&user)), "{what}");
+        let _ = std::fs::remove_file(&local);
+    }
+    // Special files in its place: a FIFO nobody writes, a device, a directory.
+    for what in ["fifo", "device", "directory"] {
+        let _ = std::fs::remove_file(&local);
+        let _ = std::fs::remove_dir_all(local.with_extension("json.loopgate-undone"));
+        let _ = std::fs::remove_file(local.with_extension("json.loopgate-undone"));
+        match what {
+            "fifo" => assert!(std::process::Command::new("mkfifo")
+                .arg(&local)
+                .status()
+                .unwrap()
+                .success()),
+            "device" => std::os::unix::fs::symlink("/dev/zero", &local).unwrap(),
+            _ => std::fs::create_dir(&local).unwrap(),
+        }
+        let out = refused_in_time(&env, &local, what);
+        let reason = out.json()["reason"].as_str().unwrap().to_string();
+        assert!(reason.contains("cannot read it"), "{what}: {reason}");
+        if what != "directory" {
+            assert!(local.is_file(), "{what}: put right as a plain file");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&local);
+    // The harmless twins: the same shapes, nothing that switches loopgate off.
+    for text in [
+        r#"{"x": "\ud800", "permissions": {"allow": ["Bash(ls)"]}}"#.to_string(),
+        r#"{"n": 1e400}"#.to_string(),
+        format!(r#"{{"x": {}}}"#, deep("1")),
+    ] {
+        std::fs::write(&local, &text).unwrap();
+        let out = change(&env, &local, "local_settings");
+        assert!(out.is_silent_allow(), "{text:.60}: {}", out.stdout);
+        assert_eq!(
+            std::fs::read_to_string(&local).unwrap(),
+            text,
+            "left as it is"
+        );
+    }
+}
+
+/// Issue 37 point 1: what loopgate takes itself for comes from the command line its wrapper or
+/// setup wrote. `CLAUDE_PLUGIN_ROOT` in the hook's environment (a settings `env` entry reaches
+/// every later hook process) made a settings install take itself for the plugin and stop
+/// judging the person's wiring: the user's hooks removed went untold. Now they are put back;
+/// the plugin's own wrapper (`--plugin ROOT`) still finds no wiring to restore.
+#[test]
+fn the_environment_does_not_make_loopgate_the_plugin() {
+    let (env, user, _local) = wired_user_and_local();
+    let env = env.var("CLAUDE_PLUGIN_ROOT", "/tmp/not-a-plugin");
+    std::fs::write(&user, r#"{"permissions": {"allow": ["Bash(ls)"]}}"#).unwrap();
+    let out = change(&env, &user, "user_settings");
+    assert_eq!(out.json()["decision"], "block", "{}", out.stdout);
+    assert!(out.stdout.contains("hooks are gone"), "{}", out.stdout);
+    assert!(wired(&read(&user)));
+
+    let plugin = Env::new().plugin(Path::new("/tmp/loopgate-plugin"));
+    let user = plugin.state.parent().unwrap().join(".claude/settings.json");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, r#"{"permissions": {"allow": ["Bash(ls)"]}}"#).unwrap();
+    assert!(change(&plugin, &user, "user_settings").is_silent_allow());
+    // The plugin's hook runs `sh` by name and its wrapper may fall back to the `loopgate` on
+    // PATH: there PATH is wiring (a settings install names both by absolute path, and keeps it).
+    std::fs::write(&user, r#"{"env": {"PATH": "/tmp/fake-sh:/usr/bin:/bin"}}"#).unwrap();
+    let out = change(&plugin, &user, "user_settings");
+    assert_eq!(out.json()["decision"], "block", "{}", out.stdout);
+    assert!(read(&user)["env"].get("PATH").is_none(), "{}", read(&user));
 }

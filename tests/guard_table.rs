@@ -208,6 +208,28 @@ const DISABLING_BASH: &[&str] = &[
     "yq -i '.hooks = {}' .claude/settings.json",
     "sed -n 'w .claude/settings.json' /tmp/x",
     "sed 's/a/b/w ~/.claude/settings.json' /tmp/x",
+    // The harmful twins of issue 37's harmless calls: a variable loopgate reads, set for
+    // anything but loopgate's own look; archivers that delete or extract into what they name.
+    "LOOPGATE_MODE=observe cargo test",
+    "LOOPGATE_DETECTORS__REPEAT__SUCCESS=99 claude -p hi",
+    "env LOOPGATE_DISABLE=1 bash -c 'claude -p hi'",
+    "LOOPGATE_STATE_DIR=/tmp/empty",
+    "export LOOPGATE_CONFIG=/dev/null",
+    "loopgate gc",
+    "loopgate gc --older-than 0s",
+    "tar xzf /tmp/x.tgz -C ~/.local/state",
+    "tar -x -f /tmp/x.tar --directory ~/.claude",
+    "tar czf /tmp/x.tgz --remove-files ~/.claude/settings.json",
+    "tar czf ~/.claude/settings.json notes.txt",
+    "zip -qrm /tmp/x.zip ~/.claude/settings.json",
+    "zip -q ~/.local/state/loopgate/events.jsonl notes.txt",
+    "unzip -o /tmp/x.zip -d ~/.config/loopgate",
+    "gzip ~/.claude/settings.json",
+    "xz -z .claude/loopgate.toml",
+    "7z x /tmp/x.7z -o{state}",
+    "rsync -a --remove-source-files ~/.claude/settings.json /tmp/",
+    "printf 'export LOOPGATE_MODE=observe\n' >> ~/.profile",
+    "echo 'LOOPGATE_DISABLE=1' > .envrc",
 ];
 
 fn disabling_tools() -> Vec<(&'static str, Value)> {
@@ -284,6 +306,19 @@ fn disabling_tools() -> Vec<(&'static str, Value)> {
         (
             "Write",
             json!({"file_path": "~/.gemini/settings.json", "content": "{}"}),
+        ),
+        // Issue 37: the settings a CLI reads, as opposed to a fixture that shows one.
+        (
+            "Write",
+            json!({"file_path": "{proj}/.claude/settings.local.json", "content": "{\"env\": {\"LOOPGATE_MODE\": \"observe\"}}"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "~/.zshrc", "content": "export LOOPGATE_DISABLE=1\n"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "{proj}/.gemini/settings.json", "content": "{\"hooksConfig\": {\"enabled\": false}, \"x\": \"loopgate\"}"}),
         ),
     ]
 }
@@ -437,6 +472,29 @@ const DEVELOPER_WORK: &[&str] = &[
     "python3 -c \"import os; os.system('make test')\"",
     "node -e \"require('fs').rmSync('dist', {recursive: true})\"",
     "s=status; loopgate $s",
+    // Issue 37: loopgate's own README and CONTRIBUTING commands, backups that only read, and
+    // fixtures and docs that show a setting.
+    "LOOPGATE_E2E_SKIP=1 cargo test",
+    "LOOPGATE_BENCH_BIN=/tmp/loopgate-before LOOPGATE_BENCH_RUNS=40 cargo bench --bench latency",
+    "loopgate gc --dry-run",
+    "loopgate gc --dry-run --json",
+    "loopgate setup --show-bin",
+    "LOOPGATE_DETECTORS__REPEAT__SUCCESS=5 loopgate config",
+    "LOOPGATE_STATE_DIR=/tmp/other loopgate status",
+    "export LOOPGATE_FUZZ_CASES=100",
+    "tar czf /tmp/x.tgz -C ~/.local/state loopgate",
+    "tar -czf /tmp/claude.tgz ~/.claude",
+    "tar --create --file=/tmp/x.tar ~/.config/loopgate",
+    "tar tzf /tmp/x.tgz",
+    "zip -qr /tmp/x.zip ~/.claude/settings.json",
+    "7z a /tmp/x.7z ~/.local/state/loopgate",
+    "gzip -c ~/.claude/settings.json > /tmp/settings.json.gz",
+    "zstd -q ~/.local/state/loopgate/events.jsonl -o /tmp/events.zst",
+    "rsync -a ~/.claude/ /tmp/claude-backup/",
+    "printf '{\"disableAllHooks\": true}' > tests/fixtures/settings.json",
+    "mkdir -p tests/fixtures/p/.claude && echo '{\"disableAllHooks\": true}' > tests/fixtures/p/.claude/settings.local.json",
+    "cat > docs/env.md <<'EOF'\nexport LOOPGATE_DISABLE=1\nEOF",
+    "echo 'export LOOPGATE_MODE=observe' > tests/fixtures/shell/.bashrc",
 ];
 
 fn harmless_tools() -> Vec<(&'static str, Value)> {
@@ -484,6 +542,27 @@ fn harmless_tools() -> Vec<(&'static str, Value)> {
         (
             "Write",
             json!({"file_path": "{proj}/.gemini/settings.json", "content": "{\"theme\": \"dark\"}"}),
+        ),
+        // Fixtures and docs that show a disabling setting (issue 37): no CLI reads them.
+        (
+            "Write",
+            json!({"file_path": "{proj}/tests/fixtures/unwired-settings.json", "content": "{\"disableAllHooks\": true}"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "{proj}/tests/fixtures/p/.claude/settings.json", "content": "{\"env\": {\"LOOPGATE_MODE\": \"observe\"}}"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "{proj}/docs/examples/settings.json", "content": "{\"env\": {\"LOOPGATE_DISABLE\": \"1\"}}"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "{proj}/docs/examples/.profile", "content": "export LOOPGATE_MODE=observe\n"}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": "{proj}/tests/fixtures/codex/.codex/hooks.json", "old_string": "loopgate", "new_string": "true"}),
         ),
     ]
 }
@@ -572,6 +651,51 @@ fn ordinary_developer_work_is_allowed() {
     std::fs::write(env.project.join("web/package.json"), "{}").unwrap();
     let cases: Vec<(&str, Value)> = DEVELOPER_WORK.iter().map(|c| bash(c)).collect();
     assert_all_allowed(&mut env, 2000, &cases);
+}
+
+/// Every loopgate command the README shows a person (`loopgate gc --dry-run`,
+/// `LOOPGATE_DETECTORS__REPEAT__SUCCESS=5 loopgate config` …), run by the agent: refused exactly
+/// when loopgate's own parser says it changes something (`setup`, `reset`), allowed otherwise.
+#[test]
+fn the_readmes_own_commands_are_judged_by_what_they_do() {
+    use clap::Parser;
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let mut in_block = false;
+    let mut lines = Vec::new();
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_block = !in_block && line.trim() == "```sh";
+            continue;
+        }
+        let command = line.split(" #").next().unwrap_or("").trim();
+        if in_block && command.contains("loopgate ") && !command.contains('<') {
+            lines.push(command.to_string());
+        }
+    }
+    assert!(lines.len() >= 15, "{lines:?}");
+    let mut env = Env::new();
+    let mut wrong = Vec::new();
+    for (n, line) in lines.iter().enumerate() {
+        let words: Vec<&str> = line
+            .split_whitespace()
+            .skip_while(|w| w.contains('='))
+            .collect();
+        let Some(at) = words.iter().position(|w| w.ends_with("loopgate")) else {
+            continue;
+        };
+        let changes = loopgate::cli::Cli::try_parse_from(&words[at..])
+            .map(|c| c.command.changes_something())
+            .unwrap_or(false);
+        let (refused, reason) = judge(&mut env, 6000 + n, "Bash", &json!({ "command": line }));
+        if refused != changes {
+            wrong.push(format!(
+                "{line}: refused {refused}, changes {changes}: {reason}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[test]

@@ -196,7 +196,11 @@ fn records_the_agent_forges_are_told() {
     );
     forged["id"] = json!("abcdef");
     forged["problems"] = json!(["a harmless tidy-up"]);
-    forged["files"][0]["changed"] = json!(r#"{"disableAllHooks": true}"#);
+    // The record holds a digest; the changed text is the one kept beside the file.
+    let forged_text = r#"{"disableAllHooks": true}"#;
+    let user = user_settings(&env);
+    std::fs::write(format!("{}.loopgate-undone", user.display()), forged_text).unwrap();
+    forged["files"][0]["changed_digest"] = json!(sha256_16(forged_text.as_bytes()));
     std::fs::write(
         env.state.join("sanction-pending/abcdef.json"),
         forged.to_string(),
@@ -259,4 +263,59 @@ fn sha256_16(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// Issue 37 point 7: an undone change is kept for the person as a digest in loopgate's record,
+/// never as settings text (an `env` there may hold an API key); the person's allow writes back
+/// the version kept beside the file, byte for byte, and one changed since is not written.
+#[test]
+fn a_pending_change_keeps_digests_not_settings_text() {
+    let env = Env::new();
+    let user = user_settings(&env);
+    env.run(&["setup", "--settings", user.to_str().unwrap()], b"");
+    let key = "sk-ant-api03-Qw8rTz4mXy2pLk9vBn6cJd3hFg7sAe5uWq1oPi0";
+    let changed =
+        format!(r#"{{"env": {{"ANTHROPIC_API_KEY": "{key}", "LOOPGATE_MODE": "observe"}}}}"#);
+    std::fs::write(&user, &changed).unwrap();
+    assert_eq!(config_change(&env, &user).json()["decision"], "block");
+    let told = env.pre("Bash", json!({"command": "ls"}), &env.id()).stdout;
+    let id = told.split("/loopgate allow ").nth(1).unwrap()[..6].to_string();
+    for entry in walkdir(&env.state) {
+        let text = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&text).contains(&key[14..]),
+            "{} holds the key",
+            entry.display()
+        );
+    }
+    let said = reason(&typed(&env, &env.session, &format!("allow {id}")));
+    assert!(said.contains("kept your change"), "{said}");
+    assert_eq!(std::fs::read_to_string(&user).unwrap(), changed);
+
+    // A version kept aside and changed since is not written back.
+    let env = Env::new();
+    let id = undone(&env);
+    let user = user_settings(&env);
+    std::fs::write(
+        format!("{}.loopgate-undone", user.display()),
+        r#"{"disableAllHooks": true}"#,
+    )
+    .unwrap();
+    let said = reason(&typed(&env, &env.session, &format!("allow {id}")));
+    assert!(said.contains("changed since"), "{said}");
+    assert!(wired(&user));
+}
+
+/// Every file under `dir`.
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

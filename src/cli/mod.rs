@@ -55,6 +55,13 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "CLI")]
     pub agent: Option<Agent>,
 
+    /// Hooks: run as Claude Code's plugin installed at ROOT. Only the plugin's wrapper passes it:
+    /// what loopgate takes itself for comes from the command line, never from an environment a
+    /// settings file's `env` can set (`CLAUDE_PLUGIN_ROOT` there made loopgate stop judging the
+    /// person's wiring).
+    #[arg(long, value_name = "ROOT", hide = true)]
+    pub plugin: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -336,6 +343,18 @@ impl Command {
         })
     }
 
+    /// Whether running this command changes loopgate's wiring, state or sessions: what the
+    /// guard refuses when the agent runs it. Judged on the parsed command, so a flag that makes
+    /// a command only look (`gc --dry-run`, `setup --show-bin`) is seen for what it is.
+    pub fn changes_something(&self) -> bool {
+        match self {
+            Command::Gc { dry_run, .. } => !dry_run,
+            Command::Setup { show_bin, .. } => !show_bin,
+            Command::Reset { .. } => true,
+            c => c.hook_event().is_some(),
+        }
+    }
+
     /// The subcommand's name as typed.
     pub fn name(&self) -> &'static str {
         match self {
@@ -394,6 +413,7 @@ impl Cli {
             (self.config.is_some(), config, "--config"),
             (self.observe, observe, "--observe"),
             (self.agent.is_some(), false, "--agent"),
+            (self.plugin.is_some(), false, "--plugin"),
         ] {
             if given && !applies {
                 if flag == "--agent" && name == "setup" {

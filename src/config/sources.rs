@@ -510,6 +510,20 @@ const OTHER_VARS: &[&str] = &[
     "LOOPGATE_BIN",
 ];
 
+/// Whether loopgate reads `name` at all: one of its own variables, or one naming a setting or a
+/// table of settings. Test and benchmark knobs share the prefix (`LOOPGATE_E2E_SKIP`,
+/// `LOOPGATE_BENCH_RUNS`) and switch nothing; a near miss (`LOOPGATE_DISABLED`) is ignored too.
+pub fn is_loopgate_var(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("LOOPGATE_") else {
+        return false;
+    };
+    if OTHER_VARS.contains(&name) {
+        return true;
+    }
+    let top = rest.split("__").next().unwrap_or(rest).to_lowercase();
+    schema().contains_key(&top)
+}
+
 /// `LOOPGATE_MODE`, `LOOPGATE_LOCK_TIMEOUT_MS`, `LOOPGATE_DEDUP__MAX_IDENTICAL`: the setting's
 /// path in capitals after `LOOPGATE_`, tables separated by `__`.
 pub fn env_var_for(path: &str) -> String {
@@ -902,6 +916,27 @@ mod tests {
             assert_eq!(parse_bool(raw), Some(want), "{raw}");
         }
         assert_eq!(parse_bool("maybe"), None);
+    }
+
+    #[test]
+    fn only_the_variables_loopgate_reads_are_its_own() {
+        for v in [
+            "LOOPGATE_MODE",
+            "LOOPGATE_DISABLE",
+            "LOOPGATE_STATE_DIR",
+            "LOOPGATE_DETECTORS__REPEAT__SUCCESS",
+            "LOOPGATE_GUARD__ENABLED",
+        ] {
+            assert!(is_loopgate_var(v), "{v}");
+        }
+        for v in [
+            "LOOPGATE_E2E_SKIP",
+            "LOOPGATE_BENCH_RUNS",
+            "LOOPGATE_DISABLED",
+            "PATH",
+        ] {
+            assert!(!is_loopgate_var(v), "{v}");
+        }
     }
 
     #[test]

@@ -2,5 +2,6 @@
 
 pub mod plugin_files;
 pub mod sanction;
+pub mod settings_file;
 pub mod wiring;
 pub mod wiring_check;

@@ -43,10 +43,10 @@ pub fn changed(root: &Path) -> Vec<&'static str> {
         .collect()
 }
 
-/// What the person must hear at a plugin session's first call, if anything.
-pub fn session_notice() -> Option<String> {
-    let root = std::env::var_os("CLAUDE_PLUGIN_ROOT").filter(|r| !r.is_empty())?;
-    let root = Path::new(&root);
+/// What the person must hear at a plugin session's first call, if anything; `root`: the plugin's
+/// directory, as its wrapper gave it (`--plugin ROOT`), `None` outside the plugin.
+pub fn session_notice(root: Option<&Path>) -> Option<String> {
+    let root = root.filter(|r| !r.as_os_str().is_empty())?;
     let changed = changed(root);
     (!changed.is_empty()).then(|| {
         format!(

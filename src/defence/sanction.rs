@@ -45,12 +45,25 @@ pub struct Pending {
     pub files: Vec<Kept>,
 }
 
-/// One settings file of a pending change.
+/// Beside a settings file, the version loopgate undid.
+pub const ASIDE_SUFFIX: &str = ".loopgate-undone";
+
+/// Where the version loopgate undid is kept, beside `file`.
+pub fn aside_path(file: &Path) -> PathBuf {
+    let mut aside = file.as_os_str().to_owned();
+    aside.push(ASIDE_SUFFIX);
+    PathBuf::from(aside)
+}
+
+/// One settings file of a pending change. The record holds digests, never settings text (an
+/// `env` there may hold an API key): the changed version itself is the one kept beside the
+/// file ([`aside_path`]), checked against its digest before it is written back.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Kept {
     pub file: PathBuf,
-    /// The file as the change left it (`None`: the change deleted it).
-    pub changed: Option<String>,
+    /// The digest (SHA-256, 128 bits) of the file's text as the change left it (`None`: the
+    /// change deleted it, or left something that is not a file loopgate can read).
+    pub changed_digest: Option<String>,
     /// The canonical digest of the file as loopgate put it back: a file changed again since is
     /// not overwritten by an old allow.
     pub put_back: String,
@@ -106,23 +119,25 @@ pub fn digest(settings: &Value) -> String {
 
 /// The JSON of a settings file's text, as ConfigChange reads it (empty is `{}`).
 pub fn parse(text: &str) -> Option<Value> {
-    if text.trim().is_empty() {
-        return Some(Value::Object(serde_json::Map::new()));
-    }
-    serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}'))
-        .ok()
-        .filter(Value::is_object)
+    super::settings_file::parse(text).ok()
 }
 
-fn read_small(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let f = std::fs::File::open(path).ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
+/// A settings file's JSON now: `{}` when it is gone, `None` when it cannot be read as Claude
+/// Code reads it (never a wait on a FIFO put in its place).
+fn settings_now(path: &Path) -> Option<Value> {
+    match super::settings_file::read(path) {
+        super::settings_file::Settings::Missing => Some(Value::Object(serde_json::Map::new())),
+        super::settings_file::Settings::Json(_, v) => Some(v),
+        super::settings_file::Settings::Unreadable(_) => None,
     }
-    let mut text = String::new();
-    f.take(MAX_RECORD).read_to_string(&mut text).ok()?;
-    Some(text)
+}
+
+/// A record's text: a regular file of at most [`MAX_RECORD`] bytes (a FIFO put in its place is
+/// never waited on).
+fn read_small(path: &Path) -> Option<String> {
+    crate::platform::bounded::read_text(path, None, MAX_RECORD)
+        .ok()
+        .flatten()
 }
 
 /// An id is six hex digits: short enough to type, and safe as a file name.
@@ -152,7 +167,7 @@ pub fn keep(
     let mut seed = format!("{now_ms} {} {session}", std::process::id());
     for f in &files {
         seed.push_str(&f.file.display().to_string());
-        seed.push_str(f.changed.as_deref().unwrap_or(""));
+        seed.push_str(f.changed_digest.as_deref().unwrap_or(""));
     }
     for salt in 0u32..16 {
         let id = crate::util::canon::text_key(&format!("{seed} {salt}"))[..6].to_string();
@@ -221,10 +236,7 @@ pub fn allow(state_dir: &Path, id: &str, session: &str, now_ms: u64) -> Result<P
         return Err(Refused::Expired);
     }
     for k in &p.files {
-        let now = match read_small(&k.file) {
-            Some(t) => parse(&t),
-            None => Some(Value::Object(serde_json::Map::new())),
-        };
+        let now = settings_now(&k.file);
         if now.map(|v| digest(&v)).as_deref() != Some(k.put_back.as_str()) {
             return Err(Refused::ChangedSince(k.file.clone()));
         }
@@ -236,7 +248,28 @@ pub fn allow(state_dir: &Path, id: &str, session: &str, now_ms: u64) -> Result<P
 /// Records `file`'s allowed content and writes it. `Err` names what could not be written.
 pub fn apply(state_dir: &Path, p: &Pending, now_ms: u64) -> Result<()> {
     for k in &p.files {
-        let value = parse(k.changed.as_deref().unwrap_or(""))
+        let changed = match &k.changed_digest {
+            Some(sha) => {
+                let aside = aside_path(&k.file);
+                let text = crate::platform::bounded::read_text(
+                    &aside,
+                    None,
+                    super::settings_file::MAX_BYTES,
+                )
+                .ok()
+                .flatten()
+                .filter(|t| crate::util::canon::text_key(t) == *sha)
+                .with_context(|| {
+                    format!(
+                        "the changed version kept in {} is gone or was changed since",
+                        aside.display()
+                    )
+                })?;
+                Some(text)
+            }
+            None => None,
+        };
+        let value = parse(changed.as_deref().unwrap_or(""))
             .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
         record_allowed(
             state_dir,
@@ -248,7 +281,7 @@ pub fn apply(state_dir: &Path, p: &Pending, now_ms: u64) -> Result<()> {
                 at_ms: now_ms,
             },
         )?;
-        match &k.changed {
+        match &changed {
             Some(text) => {
                 let permissions = std::fs::metadata(&k.file).ok().map(|m| m.permissions());
                 crate::setup::write_atomic(&k.file, text.as_bytes(), permissions.as_ref())?;
@@ -291,10 +324,7 @@ pub fn in_effect(state_dir: &Path) -> Vec<Allowed> {
     all_allowed(state_dir)
         .into_iter()
         .filter(|a| {
-            let now = match read_small(&a.file) {
-                Some(t) => parse(&t),
-                None => Some(Value::Object(serde_json::Map::new())),
-            };
+            let now = settings_now(&a.file);
             now.is_some_and(|v| digest(&v) == a.digest)
         })
         .collect()
@@ -372,9 +402,10 @@ mod tests {
         std::fs::write(&f, r#"{"hooks": {"a": 1}}"#).unwrap();
         let put_back = digest(&json!({"hooks": {"a": 1}}));
         let kept = |changed: &str| {
+            std::fs::write(aside_path(&f), changed).unwrap();
             vec![Kept {
                 file: f.clone(),
-                changed: Some(changed.into()),
+                changed_digest: Some(crate::util::canon::text_key(changed)),
                 put_back: put_back.clone(),
             }]
         };

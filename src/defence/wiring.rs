@@ -12,6 +12,7 @@
 //! person to type `/loopgate allow <id>` ([`super::sanction`]).
 
 use super::sanction::{self, Allowed, Kept};
+use super::settings_file::{self, Settings};
 use crate::setup;
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
@@ -20,8 +21,7 @@ use std::path::{Path, PathBuf};
 /// `/loopgate` as the Claude Code plugin ships it (`commands/loopgate.md`).
 pub const PLUGIN_SLASH: &str = "/loopgate:loopgate";
 
-/// Beside a settings file, the version loopgate undid.
-pub const ASIDE_SUFFIX: &str = ".loopgate-undone";
+pub use super::sanction::ASIDE_SUFFIX;
 
 /// What a settings file does that switches loopgate off; `plugin`: loopgate runs as Claude Code's
 /// plugin, which `enabledPlugins` can switch off (a key read as JSON, so an escaped
@@ -42,7 +42,24 @@ fn disabling(settings: &Value, plugin: bool) -> Vec<String> {
     for key in env_overrides(settings) {
         found.push(format!("it sets {key} for every hook"));
     }
+    if plugin && sets_path(settings) {
+        found.push(
+            "it sets PATH for every hook, which decides the plugin's `sh` and the loopgate its \
+             wrapper runs"
+                .to_string(),
+        );
+    }
     found
+}
+
+/// Whether the settings' `env` sets `PATH`. A settings install's hooks name loopgate and its
+/// checker by absolute path, so `PATH` cannot redirect them; the plugin's hook runs `sh` by name
+/// and its wrapper may fall back to the `loopgate` on `PATH`, so there it is a wiring change.
+fn sets_path(settings: &Value) -> bool {
+    settings
+        .get("env")
+        .and_then(Value::as_object)
+        .is_some_and(|env| env.keys().any(|k| k.eq_ignore_ascii_case("PATH")))
 }
 
 /// loopgate's entries in `enabledPlugins` (`loopgate@<marketplace>`) set to anything but true.
@@ -76,7 +93,7 @@ pub fn effects(settings: &Value, command_prefix: Option<&str>) -> Vec<String> {
 /// (`CLAUDE_PLUGIN_ROOT`, `CLAUDE_CONFIG_DIR`), which libraries load into it (the dynamic
 /// loader's `LD_*` and `DYLD_*`). Every later hook process inherits it (observed). `PATH` is
 /// not among them: setup wires the binary and its checker by absolute path, and people keep
-/// their own `PATH` in these files.
+/// their own `PATH` in these files (it counts for the plugin only, see [`sets_path`]).
 pub(crate) fn reaches_loopgate(key: &str) -> bool {
     const PREFIXES: &[&str] = &["LOOPGATE_", "XDG_", "LD_", "DYLD_"];
     const NAMES: &[&str] = &["HOME", "CLAUDE_PLUGIN_ROOT", "CLAUDE_CONFIG_DIR"];
@@ -112,21 +129,15 @@ pub fn settings_files(home: Option<&Path>, project: Option<&Path>) -> Vec<PathBu
     let managed = crate::config::paths::claude_managed_dir();
     files.push(managed.join("managed-settings.json"));
     if let Ok(entries) = std::fs::read_dir(managed.join("managed-settings.d")) {
-        files.extend(entries.flatten().map(|e| e.path()));
+        // Claude Code reads the drop-in's `.json` files.
+        files.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json")),
+        );
     }
     files
-}
-
-/// A settings file's JSON; a missing or empty file is `{}`, one that does not parse is `None`.
-fn read(path: &Path) -> Option<(Option<String>, Value)> {
-    match std::fs::read_to_string(path) {
-        Ok(text) if text.trim().is_empty() => Some((Some(text), Value::Object(Map::new()))),
-        Ok(text) => {
-            let v = serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')).ok()?;
-            v.is_object().then_some((Some(text), v))
-        }
-        Err(_) => Some((None, Value::Object(Map::new()))),
-    }
 }
 
 /// Loopgate's events no settings file wires any more.
@@ -242,8 +253,24 @@ pub fn check_change(
     let mut problems = Vec::new();
     let mut parsed: Vec<(PathBuf, Option<String>, Value)> = Vec::new();
     let mut allowed: Vec<Allowed> = Vec::new();
+    // Files Claude Code reads and loopgate cannot (a FIFO, a device, a huge file, JSON past
+    // what loopgate parses): whatever they set is unknown, so they count as switching loopgate
+    // off, and are moved aside whole and replaced.
+    let mut unreadable: Vec<PathBuf> = Vec::new();
     for f in &all {
-        let Some((text, v)) = read(f) else { continue };
+        let (text, v) = match settings_file::read(f) {
+            Settings::Missing => (None, Value::Object(Map::new())),
+            Settings::Json(text, v) => (Some(text), v),
+            Settings::Unreadable(why) => {
+                problems.push(format!(
+                    "{}: loopgate cannot read it as Claude Code does: {why}",
+                    f.display()
+                ));
+                unreadable.push(f.clone());
+                parsed.push((f.clone(), None, Value::Object(Map::new())));
+                continue;
+            }
+        };
         if let Some(a) = sanction::allowed_for(state_dir, f, &v) {
             // As the person allowed it with `/loopgate allow <id>`.
             allowed.push(a);
@@ -307,7 +334,8 @@ pub fn check_change(
         },
     };
     for (file, text, mut v) in parsed {
-        let mut fix = !disabling(&v, command_prefix.is_none()).is_empty();
+        let whole = unreadable.contains(&file);
+        let mut fix = whole || !disabling(&v, command_prefix.is_none()).is_empty();
         if fix {
             let plugin_off = match command_prefix {
                 None => plugin_switched_off(&v),
@@ -324,7 +352,10 @@ pub fn check_change(
                     }
                 }
                 if let Some(env) = root.get_mut("env").and_then(Value::as_object_mut) {
-                    env.retain(|k, _| !reaches_loopgate(k));
+                    let plugin = command_prefix.is_none();
+                    env.retain(|k, _| {
+                        !(reaches_loopgate(k) || (plugin && k.eq_ignore_ascii_case("PATH")))
+                    });
                 }
             }
         }
@@ -338,11 +369,11 @@ pub fn check_change(
         if !fix {
             continue;
         }
-        match put_right(&file, text.as_deref(), &v) {
+        match put_right(&file, text.as_deref(), &v, whole) {
             Ok(aside) => {
                 undone.kept.push(Kept {
                     file: file.clone(),
-                    changed: text,
+                    changed_digest: text.as_deref().map(crate::util::canon::text_key),
                     put_back: sanction::digest(&v),
                 });
                 undone.repaired.push((file, aside));
@@ -358,13 +389,20 @@ pub fn check_change(
     }
 }
 
-/// Writes the repaired settings, keeping the changed version beside them.
-fn put_right(file: &Path, changed: Option<&str>, repaired: &Value) -> Result<PathBuf> {
-    let mut aside = file.as_os_str().to_owned();
-    aside.push(ASIDE_SUFFIX);
-    let aside = PathBuf::from(aside);
-    setup::write_atomic(&aside, changed.unwrap_or("").as_bytes(), None)
-        .with_context(|| format!("cannot keep the changed version in {}", aside.display()))?;
+/// Writes the repaired settings, keeping the changed version beside them: its text, or for a
+/// file loopgate could not read (`whole`), the file itself moved aside, whatever it is.
+fn put_right(file: &Path, changed: Option<&str>, repaired: &Value, whole: bool) -> Result<PathBuf> {
+    let aside = sanction::aside_path(file);
+    if whole {
+        if aside.is_dir() && !aside.is_symlink() {
+            std::fs::remove_dir_all(&aside).ok();
+        }
+        std::fs::rename(file, &aside)
+            .with_context(|| format!("cannot move it aside to {}", aside.display()))?;
+    } else {
+        setup::write_atomic(&aside, changed.unwrap_or("").as_bytes(), None)
+            .with_context(|| format!("cannot keep the changed version in {}", aside.display()))?;
+    }
     let mut text = serde_json::to_string_pretty(repaired)?;
     text.push('\n');
     let permissions = std::fs::metadata(file).ok().map(|m| m.permissions());

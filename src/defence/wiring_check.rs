@@ -272,9 +272,13 @@ fn hook_files(agent: Agent, project: Option<&Path>) -> Vec<PathBuf> {
 /// At a session's first judged call: one message for the person when `agent`'s hook files
 /// (user and project) no longer wire loopgate whole, `None` when they do. Claude Code's own
 /// `ConfigChange` guards its settings, so it is not checked here.
-pub fn session_notice(agent: Agent, project: Option<&Path>) -> Option<String> {
+pub fn session_notice(
+    agent: Agent,
+    project: Option<&Path>,
+    plugin_root: Option<&Path>,
+) -> Option<String> {
     if agent == Agent::Claude {
-        return super::plugin_files::session_notice();
+        return super::plugin_files::session_notice(plugin_root);
     }
     if agent.is_plugin() {
         return None;

@@ -20,7 +20,7 @@ pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done
     // `userSettings`), or the plugin's, known by its namespaced name (source `plugin`); both
     // observed. A project's `.claude/commands/` is the agent's to write: a `/loopgate` from there
     // keeps nothing, and the person is told why.
-    let (ours, source) = match super::settings::runs_as_plugin() {
+    let (ours, source) = match super::settings::runs_as_plugin(cli) {
         true => ("loopgate:loopgate", "plugin"),
         false => ("loopgate", "userSettings"),
     };
@@ -84,7 +84,10 @@ fn kept_message(cli: &Cli, p: &sanction::Pending) -> String {
         .files
         .iter()
         .map(|k| {
-            let v = sanction::parse(k.changed.as_deref().unwrap_or("")).unwrap_or_default();
+            let v = match crate::defence::settings_file::read(&k.file) {
+                crate::defence::settings_file::Settings::Json(_, v) => v,
+                _ => serde_json::Value::Object(serde_json::Map::new()),
+            };
             let does = crate::defence::wiring::effects(&v, prefix.as_deref());
             if does.is_empty() {
                 k.file.display().to_string()

@@ -81,9 +81,13 @@ pub(super) fn open(
         notices.extend(crate::defence::wiring::take_pending(l.state_path()));
     }
     // A session's first call: did an agent change the CLI's hook files? (never on later calls)
-    let rewired = lock
-        .filter(|l| !l.session_known())
-        .and_then(|_| crate::defence::wiring_check::session_notice(call.agent, call.project_dir));
+    let rewired = lock.filter(|l| !l.session_known()).and_then(|_| {
+        crate::defence::wiring_check::session_notice(
+            call.agent,
+            call.project_dir,
+            call.cli.plugin.as_deref(),
+        )
+    });
     if let Some(q) = &quarantined {
         notices.push(format!(
             "session state was unusable ({}) and has been moved to {}; loop counts start again \

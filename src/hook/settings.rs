@@ -51,7 +51,7 @@ fn session_start(
 ) -> Result<(Done, Vec<String>)> {
     let session_id = &payload.session_id;
     // The plugin's own files, compared with what this version ships (told at launch).
-    let mut told: Vec<String> = crate::defence::plugin_files::session_notice()
+    let mut told: Vec<String> = crate::defence::plugin_files::session_notice(cli.plugin.as_deref())
         .into_iter()
         .collect();
     // Anything else amiss is left to the session's next event, which judges and tells.
@@ -297,16 +297,17 @@ fn config_change(
 /// The command prefix of the hooks this binary runs from the settings, `None` when it runs as
 /// Claude Code's plugin: a plugin's hooks live in the plugin, there is no wiring to restore.
 pub(super) fn wiring_prefix(cli: &Cli) -> Result<Option<String>> {
-    if runs_as_plugin() {
+    if runs_as_plugin(cli) {
         return Ok(None);
     }
     let exe = std::env::current_exe().context("cannot find loopgate's own binary")?;
     Ok(Some(crate::setup::command_prefix(&exe, cli.observe)?))
 }
 
-/// Whether Claude Code runs this binary from loopgate's plugin (its hooks set the plugin's root).
-pub(super) fn runs_as_plugin() -> bool {
-    std::env::var_os("CLAUDE_PLUGIN_ROOT").is_some()
+/// Whether Claude Code runs this binary from loopgate's plugin: its wrapper says so on the
+/// command line (`--plugin ROOT`).
+pub(super) fn runs_as_plugin(cli: &Cli) -> bool {
+    cli.plugin.is_some()
 }
 
 /// A kept notice is shown after loopgate's own prefix.

@@ -17,7 +17,7 @@ fn secrets() -> &'static Regex {
             // Private keys, whole (or to the end of a clipped text).
             r"(?P<pem>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
             // key = value, key: value, "key": "value", KEY_WITH_SECRET_IN_IT=value.
-            r#"|(?P<kv>(?i:[A-Za-z0-9_.-]*(?:authorization|x-api-key|api[_-]?key|apikey|access[_-]?key|account[_-]?key|secret|password|passwd|passphrase|pwd|token|credentials?|cookie|private[_-]?key|client[_-]?secret|signature)[A-Za-z0-9_.-]*)["']?\s*[:=]\s*(?i:bearer\s+|basic\s+|token\s+)?)(?:"[^"\n]*"|'[^'\n]*'|[^\s'"&,;}\])`]+)"#,
+            r#"|(?P<kv>(?i:[A-Za-z0-9_.-]*(?:auth|key|secret|password|passwd|passphrase|pwd|token|credentials?|cookie|signature|webhook)[A-Za-z0-9_.-]*)["']?\s*[:=]\s*(?i:bearer\s+|basic\s+|token\s+)?)(?:"[^"\n]*"|'[^'\n]*'|[^\s'"&,;}\])`]+)"#,
             // --password X, --password=X, --token X …
             r"|(?P<flag>(?i:--?(?:password|passwd|pass|token|secret|api-key|apikey|access-token|auth-token|client-secret))(?:=|\s+))[^\s'\x22`)]+",
             // mysql -pPASS (only for the MySQL family: -p is a common flag elsewhere).
@@ -27,7 +27,10 @@ fn secrets() -> &'static Regex {
             r#"|(?P<pass>(?i:(?:\b|_)pass(?:_[A-Za-z0-9_]*)?)["']?\s*[:=]\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s'"&,;}\])`]+)"#,
             // The password options of programs whose `-p`/`-a` is a password (elsewhere `-p` is
             // a common flag): `docker login -p`, `sshpass -p`, `redis-cli -a`.
-            r"|(?P<progpw>(?i:\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras)\b[^\n|;&]*?\blogin\b[^\n|;&]*?\s-p(?:=|\s+)|\bsshpass\s+-p\s*|\bredis-cli\b[^\n|;&]*?\s-a\s+))[^\s'\x22`)]+",
+            r"|(?P<progpw>(?i:\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras)\b[^\n|;&]*?\blogin\b[^\n|;&]*?\s-p(?:=|\s+)|\bsshpass\s+-p\s*|\bredis-cli\b[^\n|;&]*?\s-a\s+|\bhtpasswd\s+-[A-Za-z]*b[A-Za-z]*\s+(?:-\S+\s+)*\S+\s+\S+\s+))(?:'[^'\n]*'|\x22[^\x22\n]*\x22|[^\s'\x22`)]+)",
+            // A password or token as the word after its name: netrc's `login u password p`,
+            // npm's `config set //host/:_authToken VALUE`.
+            r"|(?P<spaced>(?i:\b(?:login|user)\s+\S+\s+(?:password|passwd)\s+|:_(?:authToken|auth|password)\s+))[^\s'\x22`)]+",
             // curl's `-u user:pass` / `--user user:pass`: the password after the colon.
             r"|(?P<userpw>(?:\s-u\s*|--user(?:=|\s+))['\x22]?[^\s:'\x22]+:)[^\s'\x22`)]+",
             // An Azure SAS signature (`?sv=…&sig=…`), and `SharedAccessSignature=sr=…&sig=…`.
@@ -41,6 +44,10 @@ fn secrets() -> &'static Regex {
             // URL credentials; the password may itself hold '@' (the last one ends it), and the
             // user may be empty (`redis://:pw@host`).
             r"|(?P<url>[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s/]*@",
+            // A URL's user info alone (`https://ghp_…@github.com`): a credential position.
+            r"|(?P<user>[a-z][a-z0-9+.-]*://)[^\s:/@'\x22]+@",
+            // Webhook URLs and bot URLs carry their credential in the path.
+            r"|(?P<hookpath>(?i:https?://[^\s/'\x22]*/(?:[^\s/'\x22]+/)*?(?:webhooks?|hooks)/|https?://api\.telegram\.org/bot))[^\s'\x22`)]+",
         ))
         .expect("secret pattern compiles")
     })
@@ -80,6 +87,7 @@ const TRIGGERS: &[&str] = &[
     "redis",
     "sig=",
     "xapp",
+    "hook",
 ];
 
 /// For each byte, the triggers that start with it (either case), as a bit set over [`TRIGGERS`].
@@ -123,7 +131,8 @@ pub fn mask(text: &str) -> String {
     }
     let out = secrets().replace_all(text.as_bytes(), |c: &regex::bytes::Captures| {
         for keep in [
-            "pem", "kv", "flag", "mysql", "bearer", "pass", "progpw", "userpw", "sig", "hook",
+            "pem", "kv", "flag", "mysql", "bearer", "pass", "progpw", "spaced", "userpw", "sig",
+            "hook", "user", "hookpath",
         ] {
             if let Some(m) = c.name(keep) {
                 return [m.as_bytes(), b"***"].concat();
@@ -138,33 +147,25 @@ pub fn mask(text: &str) -> String {
     mask_bare_keys(&String::from_utf8_lossy(&out))
 }
 
-/// Whether a text may hold a 40-character run of base64 letters, the shape of an AWS secret
-/// access key, which no name or prefix announces (a credentials CSV line, `aws configure`
-/// answers, `echo … > creds`): one pass, no pattern.
-fn bare_key_runs(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let in_key = |c: u8| c.is_ascii_alphanumeric() || c == b'/' || c == b'+';
+/// The runs of bytes in `in_run` that `accept` takes (given the run and the byte after it):
+/// one pass, no pattern.
+fn runs<'b>(
+    b: &'b [u8],
+    in_run: impl Fn(u8) -> bool + 'b,
+    accept: impl Fn(&[u8], Option<u8>) -> bool + 'b,
+) -> impl Iterator<Item = (usize, usize)> + 'b {
     let mut i = 0;
     std::iter::from_fn(move || {
         while i < b.len() {
-            if !in_key(b[i]) {
+            if !in_run(b[i]) {
                 i += 1;
                 continue;
             }
             let start = i;
-            while i < b.len() && in_key(b[i]) {
+            while i < b.len() && in_run(b[i]) {
                 i += 1;
             }
-            let run = &b[start..i];
-            let bounded = i == b.len() || b[i] != b'=';
-            // Random keys mix both cases and digits; a git id is lower-case hex, a path has
-            // several slashes, a long identifier rarely holds a digit in both halves.
-            if run.len() == 40
-                && bounded
-                && run.iter().any(u8::is_ascii_uppercase)
-                && run.iter().any(u8::is_ascii_lowercase)
-                && run.iter().any(u8::is_ascii_digit)
-                && run.iter().filter(|&&c| c == b'/').count() <= 2
-            {
+            if accept(&b[start..i], b.get(i).copied()) {
                 return Some((start, i));
             }
         }
@@ -172,11 +173,66 @@ fn bare_key_runs(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
     })
 }
 
+/// 40-character runs of base64 letters, the shape of an AWS secret access key, which no name
+/// or prefix announces (a credentials CSV line, `aws configure` answers, `echo … > creds`).
+fn bare_key_runs(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let in_key = |c: u8| c.is_ascii_alphanumeric() || c == b'/' || c == b'+';
+    // Random keys mix both cases and digits; a git id is lower-case hex, a path has several
+    // slashes, a long identifier rarely holds a digit in both halves.
+    runs(b, in_key, |run, next| {
+        run.len() == 40
+            && next != Some(b'=')
+            && run.iter().any(u8::is_ascii_uppercase)
+            && run.iter().any(u8::is_ascii_lowercase)
+            && run.iter().any(u8::is_ascii_digit)
+            && run.iter().filter(|&&c| c == b'/').count() <= 2
+    })
+}
+
+/// Runs that look like a random token whatever announces them (Vault's `hvs.…`, an age
+/// `AGE-SECRET-KEY-1…`, a PyPI `pypi-…`, a bot token, a key of a service loopgate never heard
+/// of): 32 characters or more of base64/base64url letters holding letters and digits, spread
+/// the way random text is (at least 4.4 bits a character; words, identifiers and paths stay
+/// below 4.1), and not a hexadecimal digest or id (git ids, SHA-256, UUIDs are not secrets).
+fn random_token_runs(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let in_token = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'/' | b'+' | b'-' | b'_');
+    runs(b, in_token, |run, _| {
+        run.len() >= 32
+            && run.iter().any(u8::is_ascii_digit)
+            && run.iter().any(u8::is_ascii_alphabetic)
+            && !run.iter().all(|c| c.is_ascii_hexdigit() || *c == b'-')
+            && run.iter().filter(|&&c| c == b'/').count() <= 2
+            && bits_per_char(run) >= 4.4
+    })
+}
+
+/// Shannon entropy of the bytes of `run`, in bits a character.
+fn bits_per_char(run: &[u8]) -> f64 {
+    let mut counts = [0u32; 256];
+    for &c in run {
+        counts[c as usize] += 1;
+    }
+    let n = run.len() as f64;
+    counts
+        .iter()
+        .filter(|&&k| k > 0)
+        .map(|&k| {
+            let p = f64::from(k) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
 fn mask_bare_keys(text: &str) -> String {
     let b = text.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut at = 0;
-    for (start, end) in bare_key_runs(b) {
+    let mut runs: Vec<(usize, usize)> = bare_key_runs(b).chain(random_token_runs(b)).collect();
+    runs.sort_unstable();
+    for (start, end) in runs {
+        if start < at {
+            continue;
+        }
         out.extend_from_slice(&b[at..start]);
         out.extend_from_slice(b"***");
         at = end;
@@ -336,6 +392,12 @@ mod tests {
             "export DESIGN=bold signal=3 assignee=bob",
             "cargo test ThisIsAVeryLongIdentifierNameForTestingX",
             "curl https://example.com/?page=2&sort=asc",
+            // Long runs that are not random: digests and ids in hex, identifiers, paths.
+            "sha256sum: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            "docker rm 550e8400-e29b-41d4-a716-446655440000",
+            "cargo test test_parse_config_with_2_files_and_nested_dirs",
+            "ls tests/e2e/plugin_sanction_with_long_names_2024",
+            "git clone https://github.com/loopgate/loopgate.git",
         ] {
             assert_eq!(mask(plain), plain);
         }

@@ -13,6 +13,16 @@ pub const MAX_CONFIG_BYTES: u64 = 64 << 10;
 /// Reads `path` as UTF-8 text under the rules above. `Ok(None)` when it does not exist; `Err`
 /// with a short reason (no path: the caller names the file) otherwise.
 pub fn read_text(path: &Path, inside: Option<&Path>, max: u64) -> Result<Option<String>, String> {
+    match read_bytes(path, inside, max)? {
+        None => Ok(None),
+        Some(buf) => String::from_utf8(buf)
+            .map(Some)
+            .map_err(|_| "is not UTF-8 text".to_string()),
+    }
+}
+
+/// [`read_text`]'s bytes, whatever their encoding.
+pub fn read_bytes(path: &Path, inside: Option<&Path>, max: u64) -> Result<Option<Vec<u8>>, String> {
     let link = match fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -43,9 +53,7 @@ pub fn read_text(path: &Path, inside: Option<&Path>, max: u64) -> Result<Option<
     if buf.len() as u64 > max {
         return Err(format!("is larger than {} KiB; refused", max >> 10));
     }
-    String::from_utf8(buf)
-        .map(Some)
-        .map_err(|_| "is not UTF-8 text".to_string())
+    Ok(Some(buf))
 }
 
 fn check_meta(meta: &fs::Metadata, max: u64) -> Result<(), String> {

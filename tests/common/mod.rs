@@ -35,6 +35,8 @@ pub struct Env {
     pub vars: Vec<(String, String)>,
     /// The `transcript_path` every payload names.
     pub transcript: String,
+    /// Options before every hook subcommand (`--plugin ROOT`, as the plugin's wrapper passes).
+    pub hook_options: Vec<String>,
     next_id: std::cell::Cell<u32>,
 }
 
@@ -88,6 +90,7 @@ impl Env {
             prompt: "prompt-1".into(),
             vars: vec![("CLAUDE_CODE_SESSION_ATTENDED".into(), "0".into())],
             transcript: "/dev/null".into(),
+            hook_options: Vec::new(),
             next_id: std::cell::Cell::new(0),
         }
     }
@@ -170,7 +173,15 @@ impl Env {
     }
 
     pub fn hook(&self, sub: &str, payload: &Value) -> Out {
-        self.run(&[sub], payload.to_string().as_bytes())
+        let mut args: Vec<&str> = self.hook_options.iter().map(String::as_str).collect();
+        args.push(sub);
+        self.run(&args, payload.to_string().as_bytes())
+    }
+
+    /// Hooks run as Claude Code's plugin installed at `root`: the wrapper's `--plugin ROOT`.
+    pub fn plugin(mut self, root: &Path) -> Env {
+        self.hook_options = vec!["--plugin".into(), root.display().to_string()];
+        self
     }
 
     pub fn base(&self, event: &str, extra: Value) -> Value {

@@ -8,6 +8,7 @@
 //! wrote earlier, an interpreter reading its program from a file, a download). The real answer is
 //! `loopgate setup --managed`, which Claude Code's user and project settings cannot override.
 
+mod archive;
 mod paths;
 mod shell;
 
@@ -374,17 +375,34 @@ fn write_finding(
             p.display()
         ));
     }
-    let name = path.file_name()?.to_string_lossy();
     let disabling =
         content.is_some_and(|c| c.contains("LOOPGATE_") || c.contains("disableAllHooks"));
-    let settings_like = name.ends_with(".json") && name.contains("settings");
-    if disabling && (STARTUP_FILES.contains(&name.as_ref()) || settings_like) {
+    if disabling && startup_file(env, path) {
         return Some(format!(
             "{how} would write LOOPGATE_* or disableAllHooks into {}",
             path.display()
         ));
     }
     None
+}
+
+/// A file a shell reads as it starts, where it reads it: the start-up files in the home
+/// directory (and fish's in `~/.config/fish`), the system's under `/etc`, and direnv's `.envrc`
+/// wherever it is. A file of the same name in the project (a fixture, a doc's example) is read by
+/// no shell.
+fn startup_file(env: &Env, path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    if name == ".envrc" {
+        return true;
+    }
+    let dir = path.parent();
+    let at_home = env
+        .home
+        .as_ref()
+        .is_some_and(|h| dir == Some(h.as_path()) || dir == Some(h.join(".config/fish").as_path()));
+    STARTUP_FILES.contains(&name) && (at_home || path.starts_with("/etc"))
 }
 
 /// Codex's `apply_patch` touching several files, deleting or moving one (a patch of one added or
@@ -698,12 +716,16 @@ impl<'e> Bash<'e> {
             self.vars.insert(words[1].clone(), pick);
             return None;
         }
-        // Leading assignments: remembered for later words; LOOPGATE_* is the agent tampering.
+        // Leading assignments: remembered for later words. A variable loopgate reads, set for
+        // the command, is the agent tampering unless that command is loopgate's own look
+        // (`LOOPGATE_DETECTORS__REPEAT__SUCCESS=5 loopgate config`): it reaches no other process.
+        let mut loopgate_var: Option<String> = None;
+        let tampering = |name: &str| format!("setting {name} changes what loopgate does");
         while let Some(w) = words.first() {
             match assignment(w) {
                 Some((name, value)) => {
-                    if name.starts_with("LOOPGATE_") {
-                        return Some(format!("setting {name} changes what loopgate does"));
+                    if crate::config::sources::is_loopgate_var(name) {
+                        loopgate_var.get_or_insert_with(|| name.to_string());
                     }
                     let v = self.expand(value);
                     self.vars.insert(name.to_string(), v);
@@ -713,7 +735,10 @@ impl<'e> Bash<'e> {
             }
         }
         loop {
-            let first = words.first()?;
+            let Some(first) = words.first() else {
+                // A bare `LOOPGATE_MODE=observe`: the shell keeps it for what follows.
+                return loopgate_var.map(|n| tampering(&n));
+            };
             let prog = base_name(&self.expand(first)).to_string();
             if !WRAPPERS.contains(&prog.as_str()) {
                 break;
@@ -722,8 +747,8 @@ impl<'e> Bash<'e> {
             // Options of the wrapper, and assignments `env` passes on.
             while let Some(w) = words.first() {
                 if let Some((name, _)) = assignment(w) {
-                    if name.starts_with("LOOPGATE_") {
-                        return Some(format!("setting {name} changes what loopgate does"));
+                    if crate::config::sources::is_loopgate_var(name) {
+                        loopgate_var.get_or_insert_with(|| name.to_string());
                     }
                     words.remove(0);
                 } else if w.starts_with('-') {
@@ -744,6 +769,9 @@ impl<'e> Bash<'e> {
                             | ("env", "-S" | "--split-string")
                     );
                     if runs_line && words.len() > 1 {
+                        if let Some(name) = &loopgate_var {
+                            return Some(tampering(name));
+                        }
                         let inner = words[1].clone();
                         return self.script(&inner, depth + 1);
                     }
@@ -751,6 +779,9 @@ impl<'e> Bash<'e> {
                         w.strip_prefix("-S")
                             .filter(|s| !s.is_empty() && prog == "env")
                     }) {
+                        if let Some(name) = &loopgate_var {
+                            return Some(tampering(name));
+                        }
                         let inner = inner.to_string();
                         return self.script(&inner, depth + 1);
                     }
@@ -766,6 +797,9 @@ impl<'e> Bash<'e> {
                     // The lock file, then the command (or `-c` and a command line).
                     words.remove(0);
                     if matches!(words.first().map(String::as_str), Some("-c" | "--command")) {
+                        if let Some(name) = &loopgate_var {
+                            return Some(tampering(name));
+                        }
                         let inner = words.get(1).cloned().unwrap_or_default();
                         return self.script(&inner, depth + 1);
                     }
@@ -786,8 +820,8 @@ impl<'e> Bash<'e> {
         ) {
             for a in &args {
                 if let Some((name, value)) = assignment(a) {
-                    if name.starts_with("LOOPGATE_") {
-                        return Some(format!("setting {name} changes what loopgate does"));
+                    if crate::config::sources::is_loopgate_var(name) {
+                        return Some(tampering(name));
                     }
                     let v = self.expand(value);
                     self.vars.insert(name.to_string(), v);
@@ -816,6 +850,9 @@ impl<'e> Bash<'e> {
             READERS.contains(&prog.as_str()),
         ) {
             return Some(f);
+        }
+        if let Some(name) = loopgate_var.filter(|_| !is_loopgate) {
+            return Some(tampering(&name));
         }
         // Shells and eval run a command line of their own.
         // `source <(echo …)`, `bash <(printf …)`: what the substitution prints is run.
@@ -1052,6 +1089,12 @@ impl<'e> Bash<'e> {
                     return each(self, &operands, Op::Write);
                 }
                 let (srcs, dest) = split_dest(args, &operands)?;
+                // A copy reads its sources, unless rsync is told to delete them once sent.
+                if prog == "rsync" && args.iter().any(|a| a == "--remove-source-files") {
+                    if let Some(f) = each(self, &srcs, Op::Remove) {
+                        return Some(f);
+                    }
+                }
                 self.dest(&srcs, dest, Op::Write, &how, text)
             }
             "ln" | "link" => {
@@ -1154,27 +1197,11 @@ impl<'e> Bash<'e> {
                 }
                 None
             }
-            "tar" | "unzip" | "bsdtar" | "7z" => {
-                let mut it = args.iter();
-                while let Some(a) = it.next() {
-                    // The directory extracted into, in each spelling: `-C D`, `--directory=D`,
-                    // `-CD`, 7z's `-oD`.
-                    let dir = match a.as_str() {
-                        "-C" | "-d" | "--directory" => it.next().map(String::as_str),
-                        _ => a
-                            .strip_prefix("--directory=")
-                            .or_else(|| a.strip_prefix("-C").filter(|d| !d.is_empty()))
-                            .or_else(|| {
-                                a.strip_prefix("-o")
-                                    .filter(|d| prog == "7z" && !d.is_empty())
-                            }),
-                    };
-                    if let Some(f) = dir.and_then(|d| self.touch(d, Op::Remove, &how, Some(text))) {
-                        return Some(f);
-                    }
-                }
-                None
-            }
+            // Archivers by mode: a backup reads what it packs (`tar czf /tmp/x.tgz -C ~/.local/state
+            // loopgate`), an extraction writes into its directory, `--remove-files` deletes.
+            p if archive::effects(p, args).is_some() => archive::effects(p, args)?
+                .iter()
+                .find_map(|(w, op)| self.touch(w, *op, &how, Some(text))),
             "find" => self.find(args, &how, depth),
             // The shell's dot-commands: `sqlite3 x.db '.shell rm -rf …'`, `.system …`.
             "sqlite3" | "duckdb" => {
@@ -1436,6 +1463,28 @@ fn loopgate_cli(args: &[String], is_loopgate: bool, reader: bool) -> Option<Stri
         }
     }
     if is_loopgate {
+        // loopgate's own parser says what the words are: `gc --dry-run` only looks.
+        use clap::Parser;
+        match crate::cli::Cli::try_parse_from(
+            std::iter::once("loopgate").chain(args.iter().map(String::as_str)),
+        ) {
+            Ok(cli) => {
+                return cli.command.changes_something().then(|| {
+                    format!(
+                        "`loopgate {}` is loopgate's own control command",
+                        cli.command.name()
+                    )
+                })
+            }
+            Err(e)
+                if !matches!(
+                    e.kind(),
+                    clap::error::ErrorKind::DisplayHelp
+                        | clap::error::ErrorKind::DisplayVersion
+                        | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                ) => {}
+            Err(_) => return None,
+        }
         // A subcommand the words do not spell (`$(printf 'res%s' et)`, `"${arr[@]}"`, `$x`
         // bound at run time) may be any of them: judged as the control commands it may be.
         if sub.is_some_and(|s| !READ_ONLY_SUBCOMMANDS.contains(&s) && !MUTATING.contains(&s)) {

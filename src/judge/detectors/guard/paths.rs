@@ -323,7 +323,7 @@ impl Env {
             forms.push(self.resolver.resolve(path));
         }
         for f in &forms {
-            if let Some(k) = name_rule(f) {
+            if let Some(k) = name_rule(f).filter(|_| !self.fixture(f)) {
                 return Some((k, f.clone()));
             }
         }
@@ -348,6 +348,32 @@ impl Env {
             }
         }
         None
+    }
+
+    /// Whether a file named like an agent CLI's settings is one no CLI of this session reads: its
+    /// CLI directory (`.claude`, `.gemini`, `.github/hooks` …) sits strictly inside the project or
+    /// the working directory and not on the way to the working directory (a CLI reads its
+    /// project's files at the directory it starts in). A fixture or an example that shows a
+    /// setting (`tests/fixtures/p/.claude/settings.json`) is the project's own file; the same
+    /// name at the project's root, at home or anywhere outside the project is not.
+    fn fixture(&self, path: &Path) -> bool {
+        let Some(dir) = path.parent() else {
+            return false;
+        };
+        let cli_dir = if dir.file_name().is_some_and(|n| n == "hooks") {
+            dir.parent()
+        } else {
+            Some(dir)
+        };
+        let Some(base) = cli_dir.and_then(Path::parent) else {
+            return false;
+        };
+        let project = self.process.as_ref().and_then(|(p, _)| p.as_deref());
+        let inside = [Some(self.cwd.as_path()), project]
+            .into_iter()
+            .flatten()
+            .any(|root| key(base) != key(root) && under(base, root));
+        inside && !under(&self.cwd, base)
     }
 
     /// `path` (absolute, lexical) with its symlinks resolved, if it exists.
