@@ -236,6 +236,9 @@ if [ "$uninstall" = 1 ]; then
         done
     )
     summary=$("$runner" setup --uninstall --settings "$settings")
+    # setup's notes (a running session would wire loopgate back) go last, after the summary.
+    notes=$(printf '%s\n' "$summary" | sed -n 's/^note: //p')
+    summary=$(printf '%s\n' "$summary" | grep -v '^note: ' || true)
     others=()
     for agent in codex gemini qwen copilot opencode kilo; do
         others+=("$agent: $("$runner" setup --uninstall --agent "$agent")")
@@ -266,6 +269,9 @@ if [ "$uninstall" = 1 ]; then
     printf "  kept:    loopgate's state and config (delete them by hand if you want them gone)\n"
     if other=$(command -v loopgate 2>/dev/null); then
         printf '  note:    another loopgate is still on PATH at %s\n' "$other"
+    fi
+    if [ -n "$notes" ]; then
+        printf '  note:    %s\n' "$notes"
     fi
     exit 0
 fi
