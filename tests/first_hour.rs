@@ -642,6 +642,10 @@ fn install_sh_uninstall_then_restore_leaves_hooks_that_run() {
     );
     let settings = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap();
     assert!(settings.contains(&bin.display().to_string()), "{settings}");
+    assert!(
+        home.join(".claude/commands/loopgate.md").is_file(),
+        "/loopgate is back with the hooks: {out}"
+    );
     // The restored hooks run.
     let o = std::process::Command::new(&bin)
         .arg("--version")
