@@ -673,3 +673,20 @@ fn a_bad_duration_says_what_to_write() {
         assert!(!out.stderr.contains("expected number at"), "{}", out.stderr);
     }
 }
+
+#[test]
+fn report_says_why_a_loops_cost_is_not_shown() {
+    let mut env = Env::new();
+    let gone = env.project.join("gone.jsonl");
+    env.transcript = gone.display().to_string();
+    env.new_prompt("p1");
+    loop_until_denied(&env, "frobnicate --all");
+    let text = env.run(&["report"], b"").stdout;
+    assert!(
+        text.contains(&format!(
+            "what the loops cost is not known for 1 session (the transcript is gone or unreadable: {})",
+            gone.display()
+        )),
+        "{text}"
+    );
+}

@@ -211,3 +211,87 @@ fn config_is_valid(text: &str, complete: bool) {
         );
     }
 }
+
+/// Every ```text block of the README and docs/ is either output the binary prints today, named by
+/// the `<!-- sample: loopgate ARGS -->` line before it and checked line for line by running it
+/// offline (a fresh HOME, state dir and config, in the repository), or marked
+/// `<!-- sample unchecked: why -->`. The unchecked ones are counted here, so that one more is a
+/// decision, not drift.
+#[test]
+fn every_sample_output_is_what_the_binary_prints() {
+    const UNCHECKED: usize = 1; // docs/install.md: what the person types at Claude Code's prompt
+    let mut docs = vec![("README.md".to_string(), README.to_string())];
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "md") {
+            let name = format!("docs/{}", path.file_name().unwrap().to_string_lossy());
+            docs.push((name, std::fs::read_to_string(&path).unwrap()));
+        }
+    }
+    let (mut checked, mut unchecked) = (0, 0);
+    for (name, text) in &docs {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if *line != "```text" {
+                continue;
+            }
+            let marker = lines[..i]
+                .iter()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .copied()
+                .unwrap_or_default();
+            let block: Vec<&str> = lines[i + 1..]
+                .iter()
+                .take_while(|l| !l.starts_with("```"))
+                .copied()
+                .collect();
+            if marker.starts_with("<!-- sample unchecked: ") {
+                unchecked += 1;
+                continue;
+            }
+            let command = marker
+                .strip_prefix("<!-- sample: ")
+                .and_then(|m| m.strip_suffix(" -->"))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{name}:{}: a text block with neither `<!-- sample: loopgate ARGS -->` \
+                         nor `<!-- sample unchecked: why -->` before it",
+                        i + 1
+                    )
+                });
+            let printed = run_offline(command);
+            let printed: Vec<&str> = printed.lines().map(str::trim_end).collect();
+            for want in block.iter().map(|l| l.trim_end()).filter(|l| !l.is_empty()) {
+                assert!(
+                    printed.contains(&want),
+                    "{name}:{}: `{command}` no longer prints\n{want}\nit prints:\n{}",
+                    i + 1,
+                    printed.join("\n")
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "README's demo and loop cost samples");
+    assert_eq!(unchecked, UNCHECKED, "samples marked unchecked");
+}
+
+/// `command` (`loopgate ARGS`) run in the repository with nothing of this machine's.
+fn run_offline(command: &str) -> String {
+    let w = words(command);
+    assert_eq!(w.first().map(String::as_str), Some("loopgate"), "{command}");
+    let home = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_loopgate"))
+        .args(&w[1..])
+        .current_dir(root())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("xdg"))
+        .env("LOOPGATE_STATE_DIR", home.path().join("state"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "`{command}` failed: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
