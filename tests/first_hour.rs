@@ -690,3 +690,32 @@ fn report_says_why_a_loops_cost_is_not_shown() {
         "{text}"
     );
 }
+
+#[test]
+fn deny_at_0_is_refused_in_one_line_and_the_default_stays() {
+    let env = Env::new().config("[detectors.stagnation]\nwarn_at = 0\ndeny_at = 0\n");
+    let out = env.run(&["config"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for (key, default) in [("warn_at", 5), ("deny_at", 8)] {
+        let said: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains(&format!("detectors.stagnation.{key} = 0:")))
+            .collect();
+        assert_eq!(said.len(), 1, "{}", out.stderr);
+        assert!(
+            said[0].contains("set detectors.stagnation.enabled = false")
+                && said[0].ends_with(&format!("{default} is in effect")),
+            "{}",
+            said[0]
+        );
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("{key} = {default} "))),
+            "{}",
+            out.stdout
+        );
+    }
+    assert!(!out.stderr.contains("is not below"), "{}", out.stderr);
+}

@@ -295,3 +295,35 @@ fn run_offline(command: &str) -> String {
     assert!(out.status.success(), "`{command}` failed: {out:?}");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A heading said twice in one document (a page's title repeated as its first section) reads
+/// as a copy gone wrong and makes two anchors of one name.
+#[test]
+fn no_document_repeats_a_heading() {
+    let mut docs = vec![root().join("README.md"), root().join("CONTRIBUTING.md")];
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "md") {
+            docs.push(path);
+        }
+    }
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        let mut fenced = false;
+        for line in text.lines() {
+            if line.starts_with("```") {
+                fenced = !fenced;
+            }
+            if fenced || !line.starts_with('#') {
+                continue;
+            }
+            let title = line.trim_start_matches('#').trim();
+            assert!(
+                seen.insert(title.to_string()),
+                "{}: `{title}` twice",
+                doc.display()
+            );
+        }
+    }
+}
