@@ -14,28 +14,9 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Lines of the ```sh blocks, comments and blank lines dropped.
+/// The README's ```sh lines, comments and blank lines dropped.
 fn commands() -> Vec<String> {
-    let mut out = Vec::new();
-    let mut inside = false;
-    for line in README.lines() {
-        if line.starts_with("```") {
-            inside = line == "```sh";
-            continue;
-        }
-        if !inside {
-            continue;
-        }
-        let code = match line.find(" #") {
-            Some(i) => &line[..i],
-            None => line,
-        };
-        let code = code.trim();
-        if !code.is_empty() && !code.starts_with('#') {
-            out.push(code.to_string());
-        }
-    }
-    out
+    sh_lines(README)
 }
 
 /// Words as `sh` splits them, for the plain quoting the README uses.
@@ -326,4 +307,81 @@ fn no_document_repeats_a_heading() {
             );
         }
     }
+}
+
+/// The `loopgate` command lines of docs/*.md and CONTRIBUTING.md parse as written; those that
+/// only read (and need nothing of this machine's) run, offline, on a fresh HOME and succeed.
+#[test]
+fn every_loopgate_command_in_the_docs_parses_and_the_read_only_ones_run() {
+    const READ_ONLY: &[&str] = &[
+        "demo",
+        "status",
+        "report",
+        "config",
+        "completions",
+        "man",
+        "gc",
+    ];
+    let mut docs = vec![root().join("CONTRIBUTING.md")];
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "md") {
+            docs.push(path);
+        }
+    }
+    let (mut parsed, mut ran) = (0, 0);
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for line in sh_lines(&text) {
+            for command in line.split(" && ") {
+                let w = words(command);
+                let mut args: Vec<&str> = w.iter().map(String::as_str).collect();
+                while args
+                    .first()
+                    .is_some_and(|a| *a == "sudo" || a.split_once('=').is_some())
+                {
+                    args.remove(0);
+                }
+                match args.first() {
+                    Some(first) if *first == "loopgate" || first.ends_with("/loopgate") => {}
+                    _ => continue,
+                }
+                args[0] = "loopgate";
+                let cli = Cli::try_parse_from(&args).unwrap_or_else(|e| {
+                    panic!("{}: `{command}` does not parse:\n{e}", doc.display())
+                });
+                cli.check_options()
+                    .unwrap_or_else(|e| panic!("{}: `{command}`: {e}", doc.display()));
+                parsed += 1;
+                let read_only = args.get(1).is_some_and(|sub| READ_ONLY.contains(sub))
+                    && (args[1] != "gc" || args.contains(&"--dry-run"));
+                if read_only {
+                    run_offline(&args.join(" "));
+                    ran += 1;
+                }
+            }
+        }
+    }
+    assert!(parsed >= 20 && ran >= 10, "parsed {parsed}, ran {ran}");
+}
+
+/// Lines of the ```sh blocks of `text`, comments and blank lines dropped.
+fn sh_lines(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            inside = line == "```sh";
+            continue;
+        }
+        let code = match line.find(" #") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        let code = code.trim();
+        if inside && !code.is_empty() && !code.starts_with('#') {
+            out.push(code.to_string());
+        }
+    }
+    out
 }
