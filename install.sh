@@ -252,6 +252,8 @@ if [ "$uninstall" = 1 ]; then
         if [ -f "$path" ] || [ -L "$path" ]; then
             rm -f "$path"
             removed_list+=("removed $path")
+            # The folder the install made for it goes too, when that leaves it empty.
+            rmdir "$(dirname "$path")" 2>/dev/null || true
         fi
     done
     if [ ${#removed_list[@]} -gt 0 ]; then

@@ -635,6 +635,8 @@ fn install_sh_uninstall_then_restore_leaves_hooks_that_run() {
     assert!(bin.is_file());
     install("--uninstall");
     assert!(!bin.exists(), "uninstall removes the binary");
+    assert!(!bin_dir.exists(), "and the folder the install made for it");
+    assert!(!home.join(".claude").exists(), "and what setup wrote");
     let out = install("--restore");
     assert!(
         bin.is_file(),

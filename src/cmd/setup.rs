@@ -191,7 +191,11 @@ fn leave_nothing(
     match (wired_before, &o.state_dir) {
         (Some(text), Some(dir)) => {
             match crate::setup::leftovers::save_for_restore(dir, settings, &text) {
-                Ok(_) => "; `loopgate setup --restore` puts them back".into(),
+                Ok(kept) => format!(
+                    "; `loopgate setup --restore` puts them back (from {}, in loopgate's state \
+                     dir, which stays)",
+                    kept.display()
+                ),
                 Err(e) => format!("; {e:#}, so `--restore` cannot put them back"),
             }
         }
