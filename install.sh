@@ -236,6 +236,9 @@ if [ "$uninstall" = 1 ]; then
         done
     )
     summary=$("$runner" setup --uninstall --settings "$settings")
+    # setup's notes (a running session would wire loopgate back) go last, after the summary.
+    notes=$(printf '%s\n' "$summary" | sed -n 's/^note: //p')
+    summary=$(printf '%s\n' "$summary" | grep -v '^note: ' || true)
     others=()
     for agent in codex gemini qwen copilot opencode kilo; do
         others+=("$agent: $("$runner" setup --uninstall --agent "$agent")")
@@ -249,6 +252,8 @@ if [ "$uninstall" = 1 ]; then
         if [ -f "$path" ] || [ -L "$path" ]; then
             rm -f "$path"
             removed_list+=("removed $path")
+            # The folder the install made for it goes too, when that leaves it empty.
+            rmdir "$(dirname "$path")" 2>/dev/null || true
         fi
     done
     if [ ${#removed_list[@]} -gt 0 ]; then
@@ -266,6 +271,9 @@ if [ "$uninstall" = 1 ]; then
     printf "  kept:    loopgate's state and config (delete them by hand if you want them gone)\n"
     if other=$(command -v loopgate 2>/dev/null); then
         printf '  note:    another loopgate is still on PATH at %s\n' "$other"
+    fi
+    if [ -n "$notes" ]; then
+        printf '  note:    %s\n' "$notes"
     fi
     exit 0
 fi

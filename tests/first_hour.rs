@@ -288,7 +288,7 @@ fn restore_after_a_first_setup_returns_to_no_file() {
 }
 
 #[test]
-fn uninstall_names_the_backups_it_leaves() {
+fn uninstall_leaves_no_backup_and_says_the_file_is_as_before() {
     let env = Env::new();
     let home = env.state.parent().unwrap().to_path_buf();
     let file = home.join(".claude/settings.json");
@@ -296,25 +296,13 @@ fn uninstall_names_the_backups_it_leaves() {
     assert_eq!(env.run(&["setup"], b"").code, 0);
     let out = env.run(&["setup", "--uninstall"], b"");
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let left = std::fs::read_dir(file.parent().unwrap())
+    let left: Vec<String> = std::fs::read_dir(file.parent().unwrap())
         .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .contains(".loopgate-bak")
-        })
-        .count();
-    assert!(left >= 2, "setup's and uninstall's backups");
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["settings.json"], "{}", out.stdout);
     assert!(
-        out.stdout
-            .contains(&format!("{left} backups of the settings file kept in")),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("settings.json.loopgate-bak*"),
+        out.stdout.contains("it is as it was before setup"),
         "{}",
         out.stdout
     );
@@ -430,7 +418,7 @@ fn observe_mode_shows_in_doctor_config_and_status() {
     };
     let doctor = plain(&["doctor"]);
     assert!(
-        doctor.contains("mode: observe: the hooks run with --observe"),
+        doctor.contains("mode: observe for Claude Code (the hooks run with --observe"),
         "{doctor}"
     );
     let config = plain(&["config"]);
@@ -647,6 +635,8 @@ fn install_sh_uninstall_then_restore_leaves_hooks_that_run() {
     assert!(bin.is_file());
     install("--uninstall");
     assert!(!bin.exists(), "uninstall removes the binary");
+    assert!(!bin_dir.exists(), "and the folder the install made for it");
+    assert!(!home.join(".claude").exists(), "and what setup wrote");
     let out = install("--restore");
     assert!(
         bin.is_file(),
@@ -654,6 +644,10 @@ fn install_sh_uninstall_then_restore_leaves_hooks_that_run() {
     );
     let settings = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap();
     assert!(settings.contains(&bin.display().to_string()), "{settings}");
+    assert!(
+        home.join(".claude/commands/loopgate.md").is_file(),
+        "/loopgate is back with the hooks: {out}"
+    );
     // The restored hooks run.
     let o = std::process::Command::new(&bin)
         .arg("--version")
@@ -680,4 +674,50 @@ fn a_bad_duration_says_what_to_write() {
         );
         assert!(!out.stderr.contains("expected number at"), "{}", out.stderr);
     }
+}
+
+#[test]
+fn report_says_why_a_loops_cost_is_not_shown() {
+    let mut env = Env::new();
+    let gone = env.project.join("gone.jsonl");
+    env.transcript = gone.display().to_string();
+    env.new_prompt("p1");
+    loop_until_denied(&env, "frobnicate --all");
+    let text = env.run(&["report"], b"").stdout;
+    assert!(
+        text.contains(&format!(
+            "what the loops cost is not known for 1 session (the transcript is gone or unreadable: {})",
+            gone.display()
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn deny_at_0_is_refused_in_one_line_and_the_default_stays() {
+    let env = Env::new().config("[detectors.stagnation]\nwarn_at = 0\ndeny_at = 0\n");
+    let out = env.run(&["config"], b"");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for (key, default) in [("warn_at", 5), ("deny_at", 8)] {
+        let said: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains(&format!("detectors.stagnation.{key} = 0:")))
+            .collect();
+        assert_eq!(said.len(), 1, "{}", out.stderr);
+        assert!(
+            said[0].contains("set detectors.stagnation.enabled = false")
+                && said[0].ends_with(&format!("{default} is in effect")),
+            "{}",
+            said[0]
+        );
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("{key} = {default} "))),
+            "{}",
+            out.stdout
+        );
+    }
+    assert!(!out.stderr.contains("is not below"), "{}", out.stderr);
 }

@@ -28,4 +28,5 @@ mod secrets;
 mod setup_agents;
 mod statusline;
 mod stop_gate;
+mod uninstall;
 mod wiring_check;

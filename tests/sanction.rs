@@ -91,7 +91,8 @@ fn setup_installs_the_person_only_command_and_its_handler() {
         &["setup", "--uninstall", "--settings", user.to_str().unwrap()],
         b"",
     );
-    assert!(un.stdout.contains("/loopgate allow"), "{}", un.stdout);
+    // No session runs (none has touched the state): no note about one.
+    assert!(!un.stdout.contains("/loopgate allow"), "{}", un.stdout);
     assert!(!user.parent().unwrap().join("commands/loopgate.md").exists());
 }
 

@@ -7,7 +7,7 @@ use crate::common::{Env, BIN};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-fn home(env: &Env) -> PathBuf {
+pub(crate) fn home(env: &Env) -> PathBuf {
     env.state.parent().unwrap().to_path_buf()
 }
 
@@ -58,7 +58,7 @@ fn write(path: &Path, text: &str) {
 }
 
 /// The binary copied into HOME/bin (the hooks call it by that path).
-fn bin(env: &Env) -> PathBuf {
+pub(crate) fn bin(env: &Env) -> PathBuf {
     let dir = home(env).join("bin");
     std::fs::create_dir_all(&dir).unwrap();
     let bin = dir.join("loopgate");
@@ -620,8 +620,9 @@ fn setup_writes_the_plugin_doctor_checks_it_uninstall_deletes_it() {
         let (code, out, err) = run(&env, &["setup", "--agent", agent, "--uninstall"]);
         assert_eq!(code, 0, "{out}{err}");
         assert!(!path.exists(), "{agent}: the plugin is deleted");
-        // Uninstalled is the person's choice: told, never failed.
-        assert_eq!(doctor_check(&env, check)["status"], "info", "{agent}");
+        // With the folders setup made gone too, nothing says this CLI is here: no check at all.
+        let (_, doctor, _) = run(&env, &["doctor", "--json"]);
+        assert!(!doctor.contains(check), "{agent}: {doctor}");
 
         // Someone else's plugin under loopgate's name is neither replaced nor deleted.
         let mine = "export const Mine = async () => ({})\n";

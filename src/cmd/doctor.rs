@@ -154,7 +154,8 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
         )
     }));
     out.push(config(inp.loaded));
-    out.push(mode(&wiring, inp.loaded));
+    out.extend(slash_command(&wiring, inp));
+    out.push(mode(&wiring, inp));
     out.push(state_dir(&inp.state_dir));
     out.extend(allowed_changes(&inp.state_dir));
     out.push(claude_version(inp));
@@ -281,12 +282,7 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
     if !dir.is_dir() && on_path.is_none() {
         return None;
     }
-    let file = match agent {
-        Agent::Codex => dir.join("hooks.json"),
-        Agent::Copilot => dir.join("hooks").join("loopgate.json"),
-        Agent::OpenCode | Agent::Kilo => dir.join("plugins").join("loopgate.js"),
-        _ => dir.join("settings.json"),
-    };
+    let file = agent_file(agent, dir);
     let shown = file.display();
     let setup_fix = format!("run `loopgate setup --agent {}`", agent.name());
     // Not wired is the person's choice (never installed, or uninstalled), not a fault: said,
@@ -386,6 +382,29 @@ fn agent_hooks(agent: Agent, dir: &Path, inp: &Inputs) -> Option<Check> {
     ))
 }
 
+/// The file that wires loopgate into `agent`, whose config dir is `dir`.
+fn agent_file(agent: Agent, dir: &Path) -> PathBuf {
+    match agent {
+        Agent::Codex => dir.join("hooks.json"),
+        Agent::Copilot => dir.join("hooks").join("loopgate.json"),
+        Agent::OpenCode | Agent::Kilo => dir.join("plugins").join("loopgate.js"),
+        _ => dir.join("settings.json"),
+    }
+}
+
+/// Whether loopgate runs in observe mode for `agent`: its hooks (or plugin) pass `--observe`.
+fn agent_observes(agent: Agent, dir: &Path) -> bool {
+    let file = agent_file(agent, dir);
+    if agent.is_plugin() {
+        return crate::platform::bounded::read_text(&file, None, 4 << 20)
+            .ok()
+            .flatten()
+            .and_then(|text| setup::plugin::command_in(&text))
+            .is_some_and(|words| words.iter().any(|w| w == "--observe"));
+    }
+    setup::observing_hooks_in(&file)
+}
+
 /// Whether a program the hooks call runs: `Ok("<program> runs (<version>)")`, else the problem.
 fn program_runs(program: &str, inp: &Inputs) -> Result<String, String> {
     let resolved = if program.contains('/') {
@@ -433,6 +452,15 @@ fn plugin_check(agent: Agent, file: &Path, text: &str, inp: &Inputs) -> Check {
         );
     }
     match program_runs(&command[0], inp) {
+        // Observe mode is the person's choice, but never a plain ✓: nothing is denied there.
+        Ok(ran) if command.iter().any(|w| w == "--observe") => info(
+            name,
+            format!(
+                "plugin {shown}, {ran}; observe: the plugin runs loopgate with --observe, so it \
+                 logs what it would deny and denies nothing (to enforce: `loopgate setup --agent {}`)",
+                agent.name()
+            ),
+        ),
         Ok(ran) => ok(name, format!("plugin {shown}, {ran}")),
         Err(problem) => fail(name, problem, format!("{setup_fix} to rewrite the plugin")),
     }
@@ -883,31 +911,81 @@ fn config(loaded: &Loaded) -> Check {
     )
 }
 
-/// Enforce or observe, and why: the hooks' `--observe`, or the config's `mode`.
-fn mode(w: &Wiring, loaded: &Loaded) -> Check {
-    let observing: Vec<&str> = w
+/// `/loopgate`, the person's command to keep a change loopgate undid (`/loopgate allow <id>`),
+/// beside the user settings that wire loopgate: without it that change cannot be kept.
+fn slash_command(w: &Wiring, inp: &Inputs) -> Option<Check> {
+    let settings = inp.home.as_ref()?.join(".claude").join("settings.json");
+    let wired_there = w
         .handlers
         .iter()
-        .filter(|h| setup::command_observes(&h.command))
-        .map(|h| h.source.as_str())
+        .any(|h| !h.plugin && h.source.starts_with("user settings"));
+    if !wired_there {
+        return None;
+    }
+    let file = setup::slash_command_path(&settings)?;
+    Some(if file.is_file() {
+        ok("/loopgate command", format!("{}", file.display()))
+    } else {
+        fail(
+            "/loopgate command",
+            format!(
+                "{} is missing: `/loopgate allow <id>` cannot keep a change loopgate undid",
+                file.display()
+            ),
+            "run `loopgate setup` (or ./install.sh) to write it again",
+        )
+    })
+}
+
+/// Enforce or observe, and why, for every CLI loopgate is wired to: the hooks' (or plugin's)
+/// `--observe`, or the config's `mode`, which holds for all of them.
+fn mode(w: &Wiring, inp: &Inputs) -> Check {
+    let loaded = inp.loaded;
+    let claude = w
+        .handlers
+        .iter()
+        .find(|h| setup::command_observes(&h.command))
+        .map(|h| h.source.as_str());
+    let others: Vec<&str> = inp
+        .agents
+        .iter()
+        .filter(|(agent, dir)| agent_observes(*agent, dir))
+        .map(|(agent, _)| agent.title())
         .collect();
-    let why = match observing.first() {
-        Some(source) => format!("the hooks run with --observe ({source})"),
-        None if loaded.config.mode == crate::config::Mode::Observe => {
-            "mode = \"observe\" in the config (`loopgate config` shows where)".into()
-        }
-        None => {
-            return ok(
-                "mode",
-                "enforce: loopgate denies a call that repeats a loop".into(),
-            )
-        }
-    };
+    let to_enforce = "to enforce: run ./install.sh or `loopgate setup` (with `--agent CLI` for \
+                      another CLI) without --observe";
+    if loaded.config.mode == crate::config::Mode::Observe {
+        return info(
+            "mode",
+            "observe for every CLI: mode = \"observe\" in the config (`loopgate config` shows \
+             where); loopgate logs what it would deny and denies nothing (to enforce: set \
+             mode = \"enforce\" there)"
+                .into(),
+        );
+    }
+    let mut observing = Vec::new();
+    if let Some(source) = claude {
+        observing.push(format!(
+            "Claude Code (the hooks run with --observe, {source})"
+        ));
+    }
+    if !others.is_empty() {
+        observing.push(format!(
+            "{} (their hooks run with --observe)",
+            others.join(", ")
+        ));
+    }
+    if observing.is_empty() {
+        return ok(
+            "mode",
+            "enforce: loopgate denies a call that repeats a loop".into(),
+        );
+    }
     info(
         "mode",
         format!(
-            "observe: {why}; loopgate logs what it would deny and denies nothing \
-             (to enforce: run ./install.sh or `loopgate setup` without --observe)"
+            "observe for {}: loopgate logs what it would deny there and denies nothing ({to_enforce})",
+            observing.join("; ")
         ),
     )
 }

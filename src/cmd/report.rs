@@ -46,6 +46,7 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
     } else {
         print(&report);
         print_loop_cost(&costs, &range);
+        print_unknown_cost(&crate::replay::cost::unreadable_transcripts(&events));
     }
     Ok(())
 }
@@ -77,6 +78,18 @@ pub fn print_loop_cost(costs: &[(String, Vec<crate::replay::cost::LoopCost>)], r
     }
     let all: Vec<_> = costs.iter().flat_map(|(_, l)| l.clone()).collect();
     println!("  {}", crate::replay::cost::total(&all));
+}
+
+/// Loops whose cost cannot be told, because their transcript is gone: said, not left out.
+fn print_unknown_cost(unreadable: &[String]) {
+    let Some(first) = unreadable.first() else {
+        return;
+    };
+    println!(
+        "\nwhat the loops cost is not known for {} (the transcript is gone or unreadable: {first}{})",
+        crate::util::words::count(unreadable.len() as u64, "session"),
+        if unreadable.len() > 1 { ", …" } else { "" }
+    );
 }
 
 /// The events of the log's generations, and how many lines could not be read. A line is read

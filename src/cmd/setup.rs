@@ -52,6 +52,13 @@ pub fn run(o: &Options) -> Result<()> {
         return Ok(());
     }
     let codex_config = crate::setup::agents::codex_config_file();
+    // What an uninstall takes out of the hook file, kept for `--restore` (see `setup::leftovers`).
+    let wired_before = (o.uninstall && !o.agent.is_plugin())
+        .then(|| std::fs::read_to_string(&settings).ok())
+        .flatten()
+        .filter(|_| {
+            crate::setup::read_json(&settings).is_ok_and(|v| crate::setup::has_loopgate_hooks(&v))
+        });
     let outcome = if o.agent.is_plugin() {
         if o.restore.is_some() {
             bail!(
@@ -71,6 +78,10 @@ pub fn run(o: &Options) -> Result<()> {
                 o.agent,
                 &settings,
                 backup,
+                o.state_dir
+                    .as_deref()
+                    .and_then(|dir| crate::setup::leftovers::saved_for_restore(dir, &settings))
+                    .as_deref(),
                 codex_config.as_deref(),
             )?,
             notes: Vec::new(),
@@ -90,9 +101,35 @@ pub fn run(o: &Options) -> Result<()> {
             codex_config.as_deref(),
         )?
     };
+    let mut summary = outcome.summary.clone();
     let mut notes = outcome.notes.clone();
-    if o.agent == Agent::Claude && o.restore.is_none() {
+    if o.agent == Agent::Claude {
+        let had = crate::setup::slash_command_path(&settings).is_some_and(|p| p.is_file());
         notes.extend(slash_command(o, &settings));
+        let has = crate::setup::slash_command_path(&settings).is_some_and(|p| p.is_file());
+        if has && !had {
+            summary = put_back_slash_command(&summary, &settings);
+        }
+    }
+    if o.observe && !o.uninstall && o.restore.is_none() {
+        summary.push_str(&format!(
+            "; observe mode: loopgate logs what it would deny in {} and denies nothing \
+             (`loopgate setup{}` without --observe enforces)",
+            o.agent.title(),
+            if o.agent == Agent::Claude {
+                String::new()
+            } else {
+                format!(" --agent {}", o.agent.name())
+            }
+        ));
+    }
+    if o.uninstall {
+        summary.push_str(&leave_nothing(
+            o,
+            &settings,
+            codex_config.as_deref(),
+            wired_before,
+        ));
     }
     if o.json {
         let backups: Vec<String> = crate::setup::backups(&settings)
@@ -101,7 +138,7 @@ pub fn run(o: &Options) -> Result<()> {
             .collect();
         let mut doc = serde_json::json!({
             "settings": settings.display().to_string(),
-            "summary": outcome.summary,
+            "summary": summary,
             "backups": backups,
         });
         if o.agent != Agent::Claude {
@@ -112,7 +149,7 @@ pub fn run(o: &Options) -> Result<()> {
         }
         println!("{doc}");
     } else {
-        println!("{}", outcome.summary);
+        println!("{summary}");
         for note in &notes {
             println!("note: {note}");
         }
@@ -120,11 +157,62 @@ pub fn run(o: &Options) -> Result<()> {
     Ok(())
 }
 
+/// A setup that found the hooks in place but `/loopgate` gone says it put it back, rather than
+/// "already up to date".
+fn put_back_slash_command(summary: &str, settings: &Path) -> String {
+    if !summary.contains("already up to date") {
+        return summary.to_owned();
+    }
+    format!(
+        "{}; put back {}, the /loopgate command, which was missing",
+        summary.replace("already up to date", "were up to date"),
+        crate::setup::slash_command_path(settings)
+            .unwrap_or_default()
+            .display()
+    )
+}
+
+/// After an uninstall: nothing of loopgate's left beside the CLI's files (backups, markers, the
+/// folders setup made), what it took out kept in the state dir for `--restore`. Returns what to
+/// add to the summary.
+fn leave_nothing(
+    o: &Options,
+    settings: &Path,
+    codex_config: Option<&Path>,
+    wired_before: Option<String>,
+) -> String {
+    // config.toml first: the folder setup made holds both.
+    if o.agent == Agent::Codex {
+        if let Some(config) = codex_config {
+            crate::setup::leftovers::clear(config);
+        }
+    }
+    crate::setup::leftovers::clear(settings);
+    match (wired_before, &o.state_dir) {
+        (Some(text), Some(dir)) => {
+            match crate::setup::leftovers::save_for_restore(dir, settings, &text) {
+                Ok(kept) => format!(
+                    "; `loopgate setup --restore` puts them back (from {}, in loopgate's state \
+                     dir, which stays)",
+                    kept.display()
+                ),
+                Err(e) => format!("; {e:#}, so `--restore` cannot put them back"),
+            }
+        }
+        _ => String::new(),
+    }
+}
+
 /// `/loopgate`, the person's command to keep a change loopgate undid, follows the hooks in and
-/// out; what the person should know about a session running meanwhile.
+/// out (a restore included); what the person should know about a session running meanwhile.
 fn slash_command(o: &Options, settings: &Path) -> Vec<String> {
-    if o.uninstall {
+    let wired = !o.uninstall
+        && crate::setup::read_json(settings).is_ok_and(|v| crate::setup::has_loopgate_hooks(&v));
+    if !wired {
         crate::setup::remove_slash_command(settings);
+        if !o.uninstall || !session_running(o.state_dir.as_deref()) {
+            return Vec::new();
+        }
         // Nothing written outside a session can be told from the agent's write (see
         // `defence::sanction`), so a running session undoes this like any other unwiring.
         return vec![
@@ -134,7 +222,9 @@ fn slash_command(o: &Options, settings: &Path) -> Vec<String> {
         ];
     }
     if let Some(dir) = &o.state_dir {
-        crate::defence::sanction::forget(dir, settings);
+        if o.restore.is_none() {
+            crate::defence::sanction::forget(dir, settings);
+        }
     }
     match crate::setup::write_slash_command(settings) {
         Ok(_) => Vec::new(),
@@ -144,6 +234,26 @@ fn slash_command(o: &Options, settings: &Path) -> Vec<String> {
             settings.display()
         )],
     }
+}
+
+/// Whether a Claude Code session may be running: this command runs inside one (`CLAUDECODE`),
+/// or a session's state changed in the last hour. No hook marks a session's end, so a session
+/// idle for longer goes untold.
+fn session_running(state_dir: Option<&Path>) -> bool {
+    const RECENT: std::time::Duration = std::time::Duration::from_secs(3600);
+    if std::env::var_os("CLAUDECODE").is_some_and(|v| v == "1") {
+        return true;
+    }
+    let Some(entries) = state_dir.and_then(|d| std::fs::read_dir(d.join("sessions")).ok()) else {
+        return false;
+    };
+    entries.filter_map(|e| e.ok()).any(|e| {
+        e.metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age < RECENT)
+    })
 }
 
 /// `setup --managed`: the hooks in Claude Code's managed settings, running a binary only root

@@ -422,6 +422,34 @@ fn limits(config: &mut Config, merged: &mut Table, problems: &mut Vec<String>) {
             set(merged, "lock_timeout_ms", Value::Integer(max as i64));
         }
     }
+    // 0 or 1 reads as "never" or "at once", but a family is one answer from two calls at the
+    // least: said, and the default put in effect, rather than a quiet 2.
+    let defaults = crate::config::Stagnation::default();
+    for (key, value, default) in [
+        (
+            "warn_at",
+            &mut config.detectors.stagnation.warn_at,
+            defaults.warn_at,
+        ),
+        (
+            "deny_at",
+            &mut config.detectors.stagnation.deny_at,
+            defaults.deny_at,
+        ),
+    ] {
+        if *value < 2 {
+            problems.push(format!(
+                "detectors.stagnation.{key} = {value}: the least it can be is 2 (two calls with one \
+                 answer); to switch the detector off, set detectors.stagnation.enabled = false. \
+                 {default} is in effect"
+            ));
+            *value = default;
+            let path = format!("detectors.stagnation.{key}");
+            if get(merged, &path).is_some() {
+                set(merged, &path, Value::Integer(default as i64));
+            }
+        }
+    }
     let s = &config.detectors.stagnation;
     if s.enabled && s.warn_at >= s.deny_at {
         problems.push(format!(

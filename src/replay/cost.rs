@@ -397,6 +397,26 @@ pub fn from_events(events: &[Value]) -> Vec<(String, Vec<LoopCost>)> {
         .collect()
 }
 
+/// The transcripts named by `events` that cannot be read (gone, moved, not a file, too big):
+/// their loops' cost is not known, and `report` says so rather than nothing.
+pub fn unreadable_transcripts(events: &[Value]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in events.iter().filter(|e| e["event"] != "reset") {
+        let Some(path) = e["transcript_path"].as_str().filter(|p| !p.is_empty()) else {
+            continue;
+        };
+        if out.iter().any(|p| p == path) {
+            continue;
+        }
+        let readable = std::fs::metadata(path)
+            .is_ok_and(|meta| meta.is_file() && meta.len() <= MAX_TRANSCRIPT);
+        if !readable {
+            out.push(path.to_string());
+        }
+    }
+    out
+}
+
 fn priced(usd: Option<f64>, model: &str) -> String {
     match usd {
         Some(p) => format!(", ${p:.2} at {model} list price ({PRICES_DATE})"),

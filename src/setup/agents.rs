@@ -159,6 +159,7 @@ pub fn restore(
     agent: Agent,
     path: &Path,
     backup: Option<&Path>,
+    uninstalled: Option<&Path>,
     codex_config: Option<&Path>,
 ) -> Result<String> {
     let stale = if agent == Agent::Codex {
@@ -166,7 +167,7 @@ pub fn restore(
     } else {
         Vec::new()
     };
-    let mut summary = super::restore(path, backup)?;
+    let mut summary = super::restore(path, backup, uninstalled)?;
     if let (Agent::Codex, Some(config)) = (agent, codex_config) {
         if let Some(trust) = sync_codex_trust(path, config, &stale)? {
             summary.push_str("; ");
@@ -320,6 +321,20 @@ pub fn sync_codex_trust(
     if trusted == 0 && untrusted == 0 {
         return Ok(None);
     }
+    let mut text = doc.to_string();
+    if untrusted > 0 && super::leftovers::was_created(config) && text.trim().is_empty() {
+        // All that was left is what loopgate made: the file goes, as it was not there before.
+        fs::remove_file(&target).with_context(|| format!("cannot remove {shown}"))?;
+        return Ok(Some(format!(
+            "removed {shown}, which held only the hooks' trust"
+        )));
+    }
+    if let Some(theirs) = super::leftovers::before_setup(config) {
+        let same = |t: &str| t.parse::<toml::Table>().ok();
+        if untrusted > 0 && same(&theirs).is_some() && same(&theirs) == same(&text) {
+            text = theirs; // the person's bytes, not a re-printing of them
+        }
+    }
     let permissions = fs::metadata(&target).ok().map(|meta| meta.permissions());
     if let Some(text) = &original {
         let backup = super::backup_path(config);
@@ -327,8 +342,12 @@ pub fn sync_codex_trust(
             .with_context(|| format!("cannot write the backup {}", backup.display()))?;
         super::prune_backups(config);
     }
-    super::write_atomic(&target, doc.to_string().as_bytes(), permissions.as_ref())
+    let created_dirs = super::leftovers::missing_dirs(&target);
+    super::write_atomic(&target, text.as_bytes(), permissions.as_ref())
         .with_context(|| format!("cannot write {shown}"))?;
+    if original.is_none() {
+        super::leftovers::mark_created(config, &created_dirs)?;
+    }
     let mut said = Vec::new();
     if trusted > 0 {
         said.push(format!(
@@ -605,8 +624,8 @@ mod tests {
         assert!(!path.exists());
         assert_eq!(
             backups(&path).len(),
-            2,
-            "\"no file\" before setup, and the removed file"
+            1,
+            "only \"no file\" before setup: an uninstall keeps its copy in the state dir"
         );
 
         // A hand-added hook of someone else's keeps the file.
@@ -764,11 +783,12 @@ mod tests {
         fs::write(&bin, "").unwrap();
         let prefix = command_prefix(&bin, false, Agent::Codex).unwrap();
         run(Agent::Codex, &hooks, &prefix, false, user, Some(&config)).unwrap();
+        let wired = fs::read_to_string(&hooks).unwrap();
         run(Agent::Codex, &hooks, &prefix, true, user, Some(&config)).unwrap();
-        assert!(!fs::read_to_string(&config)
-            .unwrap()
-            .contains("trusted_hash"));
-        let summary = restore(Agent::Codex, &hooks, None, Some(&config)).unwrap();
+        assert!(!config.exists(), "it held only the trust loopgate wrote");
+        crate::setup::leftovers::clear(&hooks);
+        let kept = crate::setup::leftovers::save_for_restore(dir.path(), &hooks, &wired).unwrap();
+        let summary = restore(Agent::Codex, &hooks, None, Some(&kept), Some(&config)).unwrap();
         assert!(summary.contains("trusted 5 hooks"), "{summary}");
         let table: toml::Table = fs::read_to_string(&config).unwrap().parse().unwrap();
         assert_eq!(table["hooks"]["state"].as_table().unwrap().len(), 5);

@@ -13,6 +13,7 @@
 //! Code's shape) or straight under the event (Copilot CLI's). [`agents`] has the per-CLI routes.
 
 pub mod agents;
+pub mod leftovers;
 pub mod pin;
 pub mod plugin;
 
@@ -744,25 +745,38 @@ fn records_no_file(backup: &Path) -> bool {
 /// Puts back the settings from `backup` (or the newest backup). The contents it replaces are
 /// backed up first, so restoring twice undoes the restore. A backup that records "no settings
 /// file" removes the file. Refuses a backup whose hooks call a loopgate binary that is gone.
-pub fn restore(settings_path: &Path, backup: Option<&Path>) -> Result<String> {
+/// With no backup beside the file (an uninstall leaves none), `uninstalled` is what the last
+/// uninstall took out of it (see [`leftovers`]); it is used up by the restore.
+pub fn restore(
+    settings_path: &Path,
+    backup: Option<&Path>,
+    uninstalled: Option<&Path>,
+) -> Result<String> {
     let shown = settings_path.display();
     let all = backups(settings_path);
     let chosen = match backup {
         Some(b) => b.to_path_buf(),
-        None => match all.last() {
-            Some(b) => b.clone(),
-            None => bail!("no loopgate backup of {shown} to restore"),
+        None => match all.last().cloned().or(uninstalled.map(Path::to_path_buf)) {
+            Some(b) => b,
+            None => bail!(
+                "no loopgate backup of {shown} to restore, and no uninstall to undo (`loopgate setup` wires it)"
+            ),
         },
     };
+    let from_uninstall = all.is_empty() && backup.is_none() && uninstalled.is_some();
     let text = fs::read_to_string(&chosen)
         .with_context(|| format!("cannot read the backup {}", chosen.display()))?;
     let no_file = records_no_file(&chosen);
-    let restored = parse_settings(&text).with_context(|| {
-        format!(
-            "{} is not valid settings JSON; nothing restored",
-            chosen.display()
-        )
-    })?;
+    let restored = if no_file {
+        Value::Object(Map::new())
+    } else {
+        parse_settings(&text).with_context(|| {
+            format!(
+                "{} is not valid settings JSON; nothing restored",
+                chosen.display()
+            )
+        })?
+    };
     let gone = missing_programs(&restored);
     if !gone.is_empty() {
         bail!(
@@ -775,6 +789,8 @@ pub fn restore(settings_path: &Path, backup: Option<&Path>) -> Result<String> {
     let target = resolve_symlink(settings_path);
     let permissions = fs::metadata(&target).ok().map(|meta| meta.permissions());
     let mut saved = None;
+    let created_dirs = leftovers::missing_dirs(&target);
+    let existed = target.exists();
     match fs::read_to_string(&target) {
         Ok(current) if current == text && !no_file => {
             return Ok(format!(
@@ -810,7 +826,15 @@ pub fn restore(settings_path: &Path, backup: Option<&Path>) -> Result<String> {
     }
     write_atomic(&target, text.as_bytes(), permissions.as_ref())
         .with_context(|| format!("cannot write {shown}"))?;
+    if !existed {
+        // Restored where there was no file: an uninstall removes it again.
+        leftovers::mark_created(settings_path, &created_dirs)?;
+    }
     prune_backups(settings_path);
+    if from_uninstall {
+        let _ = fs::remove_file(&chosen);
+        return Ok(format!("restored {shown} as it was before the uninstall"));
+    }
     Ok(match saved {
         Some(p) => format!(
             "restored {shown} from {} (what it replaced: {})",
@@ -873,14 +897,20 @@ pub fn run_as(
     } else {
         "; your statusLine is kept (to show loopgate's line in it too, see `loopgate statusline --help`)"
     };
-    // Uninstalling left only what loopgate put there: the file goes.
-    let delete = format.flat
-        && uninstall
+    // Uninstalling left only what loopgate put there, in a file it created: the file goes.
+    let delete = uninstall
         && changed
+        && (format.flat || leftovers::was_created(settings_path))
         && settings.as_object().is_some_and(|root| {
             root.iter()
-                .all(|(key, value)| key == "version" && *value == json!(1))
+                .all(|(key, value)| format.flat && key == "version" && *value == json!(1))
         });
+    // Uninstalling came back to the person's file as it was before setup: their bytes, not a
+    // re-printing of them.
+    let before_setup = uninstall
+        .then(|| leftovers::before_setup(settings_path))
+        .flatten()
+        .filter(|text| parse_settings(text).is_ok_and(|v| v == settings));
 
     if !changed {
         return Ok(match (uninstall, &original) {
@@ -892,7 +922,9 @@ pub fn run_as(
 
     let permissions = fs::metadata(&target).ok().map(|meta| meta.permissions());
     let mut backup = None;
-    if let Some(text) = &original {
+    // An uninstall keeps no backup beside the file: `setup --restore` finds what it took out in
+    // the state dir (see `leftovers`).
+    if let Some(text) = original.as_ref().filter(|_| !uninstall) {
         let path = backup_path(settings_path);
         write_atomic(&path, text.as_bytes(), permissions.as_ref())
             .with_context(|| format!("cannot write the backup {}", path.display()))?;
@@ -901,6 +933,10 @@ pub fn run_as(
     }
     let mut text = serde_json::to_string_pretty(&settings).context("cannot serialize settings")?;
     text.push('\n');
+    if let Some(theirs) = before_setup {
+        text = theirs;
+    }
+    let created_dirs = leftovers::missing_dirs(settings_path);
     if delete {
         fs::remove_file(&target).with_context(|| format!("cannot remove {shown}"))?;
     } else {
@@ -909,24 +945,19 @@ pub fn run_as(
     }
     if original.is_none() {
         // No file before: a backup that says so, for `--restore` to return to.
-        let mut path = backup_path(settings_path).into_os_string();
-        path.push(NO_FILE_SUFFIX);
-        fs::write(&path, b"")
-            .with_context(|| format!("cannot write the backup {}", Path::new(&path).display()))?;
+        leftovers::mark_created(settings_path, &created_dirs)?;
         prune_backups(settings_path);
     }
 
     let what = match (uninstall, had_loopgate, &original) {
         (true, _, _) if delete => format!("removed {shown}, which held only loopgate's hooks"),
+        (true, _, _) if leftovers::before_setup(settings_path).is_some_and(|t| t == text) => {
+            format!("removed loopgate hooks from {shown}: it is as it was before setup")
+        }
         (true, _, _) => format!("removed loopgate hooks from {shown}"),
         (false, _, None) => format!("created {shown} with loopgate hooks"),
         (false, true, Some(_)) => format!("updated loopgate hooks in {shown}"),
         (false, false, Some(_)) => format!("added loopgate hooks to {shown}"),
-    };
-    let kept = if uninstall {
-        backups_left(settings_path)
-    } else {
-        String::new()
     };
     let pinned = if uninstall {
         String::new()
@@ -934,11 +965,8 @@ pub fn run_as(
         pin_note(&settings)
     };
     Ok(match backup {
-        Some(path) => format!(
-            "{what} (backup: {}){status_note}{pinned}{kept}",
-            path.display()
-        ),
-        None => format!("{what}{status_note}{pinned}{kept}"),
+        Some(path) => format!("{what} (backup: {}){status_note}{pinned}", path.display()),
+        None => format!("{what}{status_note}{pinned}"),
     })
 }
 
@@ -960,26 +988,6 @@ fn pin_note(settings: &Value) -> String {
         ),
         None => String::new(),
     }
-}
-
-/// After an uninstall: the backups left beside the settings file, said once, so that nothing
-/// of loopgate's stays behind untold.
-fn backups_left(settings_path: &Path) -> String {
-    let all = backups(settings_path);
-    if all.is_empty() {
-        return String::new();
-    }
-    let dir = settings_path.parent().unwrap_or(Path::new("."));
-    format!(
-        "; {} of the settings file kept in {} (`{}{BACKUP_SUFFIX}*`; `loopgate setup --restore` \
-         returns to the newest, or delete them)",
-        crate::util::words::count(all.len() as u64, "backup"),
-        dir.display(),
-        settings_path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-    )
 }
 
 /// Whether a loopgate hook command runs in observe mode (`--observe` among its words).
@@ -1094,7 +1102,7 @@ pub const SLASH_COMMAND_FILE: &str = "loopgate.md";
 /// The same file ships in the Claude Code plugin (`commands/`), so a plugin install has it too.
 const SLASH_COMMAND: &str = include_str!("../../commands/loopgate.md");
 
-fn slash_command_path(settings_path: &Path) -> Option<PathBuf> {
+pub fn slash_command_path(settings_path: &Path) -> Option<PathBuf> {
     Some(
         settings_path
             .parent()?
@@ -1118,10 +1126,17 @@ pub fn write_slash_command(settings_path: &Path) -> Result<bool> {
 
 /// Removes `/loopgate` from beside `settings_path` when it is the one setup wrote (a file the
 /// person changed is theirs). Returns whether it removed it.
+/// The `commands/` folder goes too when that leaves it empty.
 pub fn remove_slash_command(settings_path: &Path) -> bool {
     slash_command_path(settings_path).is_some_and(|path| {
-        fs::read_to_string(&path).is_ok_and(|t| t == SLASH_COMMAND)
-            && fs::remove_file(&path).is_ok()
+        let removed = fs::read_to_string(&path).is_ok_and(|t| t == SLASH_COMMAND)
+            && fs::remove_file(&path).is_ok();
+        if removed {
+            if let Some(dir) = path.parent() {
+                let _ = fs::remove_dir(dir); // only when empty
+            }
+        }
+        removed
     })
 }
 
@@ -1597,19 +1612,19 @@ mod tests {
             assert_eq!(all.len(), KEEP_BACKUPS);
             assert_eq!(fs::read_to_string(&all[0]).unwrap(), original);
             let before = fs::read_to_string(&path).unwrap();
-            let summary = restore(&path, None).unwrap();
+            let summary = restore(&path, None, None).unwrap();
             assert!(summary.starts_with("restored "), "{summary}");
             assert!(fs::read_to_string(&path).unwrap().contains("bin8/loopgate"));
-            restore(&path, None).unwrap();
+            restore(&path, None, None).unwrap();
             assert_eq!(
                 fs::read_to_string(&path).unwrap(),
                 before,
                 "twice undoes it"
             );
-            restore(&path, Some(&backups(&path)[0])).unwrap();
+            restore(&path, Some(&backups(&path)[0]), None).unwrap();
             assert_eq!(fs::read_to_string(&path).unwrap(), original);
             let (_d2, empty) = setup();
-            assert!(restore(&empty, None)
+            assert!(restore(&empty, None, None)
                 .unwrap_err()
                 .to_string()
                 .contains("no loopgate backup"));

@@ -95,11 +95,16 @@ pub fn run(
         if existing.as_deref() == Some(want.as_str()) {
             format!("loopgate's plugin is already in {shown}")
         } else {
+            let created_dirs = super::leftovers::missing_dirs(path);
             if let Some(dir) = path.parent() {
                 fs::create_dir_all(dir)
                     .with_context(|| format!("cannot create {}", dir.display()))?;
             }
             fs::write(path, &want).with_context(|| format!("cannot write {shown}"))?;
+            if existing.is_none() {
+                // What an uninstall removes again (OpenCode loads only `*.{ts,js}` there).
+                super::leftovers::mark_created(path, &created_dirs)?;
+            }
             format!(
                 "wrote loopgate's plugin to {shown}; {} loads it at its next start",
                 agent.title()

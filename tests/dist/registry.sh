@@ -33,7 +33,9 @@ registry_start() {
         mkdir -p "$cache"
         printf '{"private":true,"dependencies":{"verdaccio":"%s"},"overrides":{"verdaccio-audit":{"node-fetch":"2.7.0"}}}\n' \
             "$VERDACCIO" >"$cache/package.json"
-        (cd "$cache" && timeout 600 npm install --no-audit --no-fund --loglevel=error) ||
+        # node-gyp's headers and any install script's cache stay in target/, not ~/.cache.
+        (cd "$cache" && XDG_CACHE_HOME=$cache/.cache npm_config_devdir=$cache/.cache/node-gyp \
+            timeout 600 npm install --no-audit --no-fund --loglevel=error) ||
             fail "npm install verdaccio@$VERDACCIO failed"
     fi
 

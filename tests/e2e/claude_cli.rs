@@ -76,10 +76,15 @@ fn locate_or_install() -> Result<PathBuf, String> {
 /// `npm install <spec>` into `dir` (also used for the other agent CLIs).
 pub fn npm_install(dir: &Path, spec: &str) -> Result<(), String> {
     eprintln!("e2e: installing {spec} into {}", dir.display());
+    // Install scripts (node-gyp, a CLI's first run) cache under XDG_CACHE_HOME or ~/.cache: kept
+    // beside the install, never in the person's HOME. npm's own cache stays ~/.npm (README).
+    let caches = dir.join(".cache");
     let out = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--prefix"])
         .arg(dir)
         .arg(spec)
+        .env("XDG_CACHE_HOME", &caches)
+        .env("npm_config_devdir", caches.join("node-gyp"))
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("cannot run npm: {e}"))?;
@@ -113,8 +118,14 @@ fn find_working(cache: &Path) -> Option<PathBuf> {
 }
 
 fn reports_version(bin: &Path) -> bool {
+    // A throwaway HOME, as for the other CLIs: nothing of the check lands in the person's.
+    let home = cache_dir().join(".version-home");
+    let _ = fs::create_dir_all(&home);
     Command::new(bin)
         .arg("--version")
+        .env("HOME", &home)
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_CONFIG_HOME", home.join(".config"))
         .env("DISABLE_AUTOUPDATER", "1")
         .output()
         .is_ok_and(|o| {

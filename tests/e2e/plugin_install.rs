@@ -4,8 +4,11 @@
 //! data dir, once, and says so; the hooks then break a loop; a second session installs nothing.
 //!
 //! It needs an npm registry holding this version's packages: `tests/dist/plugin-route.sh` starts
-//! one (verdaccio, local) and runs this test with `LOOPGATE_E2E_NPM_REGISTRY` set. Without that
-//! variable the test says so on stderr and passes.
+//! one (verdaccio, local) with the release builds and runs this test with
+//! `LOOPGATE_E2E_NPM_REGISTRY` set. Without that variable the test starts its own
+//! (`tests/dist/local-registry.sh`: the binary under test packaged for this host), so a plain
+//! `cargo test` proves the route too; it fails, saying why, when that cannot be had, unless skips
+//! were asked for (`LOOPGATE_E2E_SKIP=1`, never under `CI`).
 
 use super::expect::*;
 use super::harness::Scenario;
@@ -16,15 +19,80 @@ use std::path::{Path, PathBuf};
 
 const REGISTRY_VAR: &str = "LOOPGATE_E2E_NPM_REGISTRY";
 
-fn registry() -> Option<String> {
-    let url = std::env::var(REGISTRY_VAR).ok().filter(|u| !u.is_empty());
-    if url.is_none() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIP e2e plugin install: {REGISTRY_VAR} is not set (tests/dist/plugin-route.sh sets it)"
-        );
+/// The registry given, or one of this test's own; `None` when it cannot be had and skips were
+/// asked for.
+fn registry() -> Option<(String, Option<LocalRegistry>)> {
+    if let Some(url) = std::env::var(REGISTRY_VAR).ok().filter(|u| !u.is_empty()) {
+        return Some((url, None));
     }
-    url
+    match LocalRegistry::start() {
+        Ok(local) => Some((local.url.clone(), Some(local))),
+        Err(why) if super::claude_cli::skips_allowed() => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIP e2e plugin install: no registry ({why}; skipped because LOOPGATE_E2E_SKIP=1)"
+            );
+            None
+        }
+        Err(why) => panic!(
+            "e2e plugin install: {REGISTRY_VAR} is not set and no local registry could be started: \
+             {why} (LOOPGATE_E2E_SKIP=1 skips it, outside CI)"
+        ),
+    }
+}
+
+/// `tests/dist/local-registry.sh`, serving until dropped (its stdin closed).
+struct LocalRegistry {
+    url: String,
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+}
+
+impl LocalRegistry {
+    fn start() -> Result<LocalRegistry, String> {
+        use std::io::BufRead as _;
+        use std::process::{Command, Stdio};
+        let root = super::claude_cli::repo_root();
+        let out = root.join("target/e2e-out/plugin-install-registry");
+        let log_path = root.join("target/e2e-out/plugin-install-registry.log");
+        fs::create_dir_all(log_path.parent().unwrap()).map_err(|e| e.to_string())?;
+        let log = fs::File::create(&log_path).map_err(|e| e.to_string())?;
+        let mut child = Command::new(root.join("tests/dist/local-registry.sh"))
+            .arg(env!("CARGO_BIN_EXE_loopgate"))
+            .arg(&out)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot run tests/dist/local-registry.sh: {e}"))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let url = std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|line| line.strip_prefix("REGISTRY=").map(str::to_owned));
+        match url {
+            Some(url) => Ok(LocalRegistry { url, child, stdin }),
+            None => {
+                drop(stdin);
+                let _ = child.wait();
+                let err = fs::read_to_string(&log_path).unwrap_or_default();
+                let tail: Vec<&str> = err.lines().rev().take(5).collect();
+                Err(format!(
+                    "tests/dist/local-registry.sh gave no registry ({}): {}",
+                    log_path.display(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+                ))
+            }
+        }
+    }
+}
+
+impl Drop for LocalRegistry {
+    fn drop(&mut self) {
+        drop(self.stdin.take()); // the script stops its registry when its stdin closes
+        let _ = self.child.wait();
+    }
 }
 
 /// The plugin as `/plugin install` copies it: its manifests and hooks, nothing built.
@@ -81,10 +149,10 @@ fn which(name: &str) -> Option<PathBuf> {
 
 #[test]
 fn e2e_plugin_installs_its_binary_once_then_breaks_loops() {
-    let Some(registry) = registry() else {
+    let Some(mut s) = Scenario::new("plugin-install") else {
         return;
     };
-    let Some(mut s) = Scenario::new("plugin-install") else {
+    let Some((registry, _local)) = registry() else {
         return;
     };
     let plugin = s.tmp_dir().parent().unwrap().join("plugin");

@@ -188,6 +188,8 @@ fn pip_install(dir: &Path, spec: &str) -> Result<(), String> {
             "--disable-pip-version-check",
         ])
         .arg(spec)
+        // pip's cache beside the venv, not in the person's ~/.cache.
+        .env("PIP_CACHE_DIR", dir.join(".cache").join("pip"))
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run pip: {e}"))?;

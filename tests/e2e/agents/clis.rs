@@ -164,6 +164,11 @@ fn reports_version(cli: Cli, bin: &Path) -> bool {
     Command::new(bin)
         .arg("--version")
         .env("HOME", &home)
+        // OpenCode and Kilo make their cache and data dirs at start: in HOME unless XDG says.
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
         .env_remove("CODEX_HOME")
         .env_remove("COPILOT_HOME")
         .env("COPILOT_AUTO_UPDATE", "false")
