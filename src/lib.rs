@@ -133,6 +133,15 @@ fn run() -> Exit {
         hook::say(&e);
         return Exit::FailOpen;
     }
+    if let Command::Halted { state, pick } = &cli.command {
+        let halted = cmd::state_dir(cli.state_dir_for(state))
+            .and_then(|d| store::Store::open(&d))
+            .and_then(|s| cmd::halted::run(&s, pick.session.as_deref(), pick.json));
+        return halted.unwrap_or_else(|e| {
+            hook::say(&format!("{e:#}"));
+            Exit::FailOpen
+        });
+    }
     match manual(&cli) {
         Ok(true) => Exit::Ok,
         Ok(false) => Exit::FailOpen,
@@ -310,6 +319,9 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             let loaded = cmd::load_config(file.as_deref(), false, project.as_deref());
             let dir = cmd::state_dir(cli.state_dir_for(state))?;
             cmd::explain::run(&dir, &loaded, session.as_deref(), call.as_deref(), *json)?
+        }
+        Command::Continue { state, pick } => {
+            cmd::resume::run(&open(state)?, pick.session.as_deref(), timeout, pick.json)?
         }
         Command::Gc {
             state,

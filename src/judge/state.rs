@@ -48,6 +48,10 @@ pub struct SessionState {
     /// an open breaker may refuse. Keep it the last field: states of formats before 8 end before
     /// it, and decode with its default (`codec`).
     pub failed_prompts: VecDeque<Digest16>,
+    /// The session's halts: the last one with its evidence, for scripts and the person's
+    /// `/loopgate continue`. Keep it the last field: states of formats before 9 end before it,
+    /// and decode with its default (`codec`).
+    pub halts: crate::judge::halt::Halts,
     /// Subagents whose record was dropped by this call while it held failing calls (a loop it may
     /// be in): never saved, told to the person by the hook.
     #[serde(skip)]
