@@ -311,3 +311,79 @@ fn a_project_file_cannot_name_a_receiver() {
     loop_to_the_ceiling(&mut env);
     assert!(got.recv_timeout(Duration::from_millis(500)).is_err());
 }
+
+/// Point 4: another Stop hook that always blocks (Claude Code says so with `stop_hook_active`)
+/// keeps the model answering; after 5 such blocks with nothing done between, loopgate ends the
+/// turn with `continue: false`, which wins over the other hook's block.
+#[test]
+fn another_hooks_endless_stop_blocks_are_ended_and_work_between_restarts_the_count() {
+    let mut env = Env::new();
+    env.new_prompt("p-1");
+    env.bash("ls", Ok("README.md"));
+    assert!(
+        env.stop(false).is_silent_allow(),
+        "the turn's end is loopgate's to let go"
+    );
+    for n in 1..5 {
+        assert!(
+            env.stop(true).is_silent_allow(),
+            "block {n} by the other hook"
+        );
+    }
+    let out = env.stop(true);
+    let v = out.json();
+    assert_eq!(v["continue"], false, "{v}");
+    let why = v["stopReason"].as_str().unwrap();
+    assert!(
+        why.contains("another hook blocked the end of this turn 5 times"),
+        "{why}"
+    );
+    assert!(v.get("decision").is_none(), "never a block of its own: {v}");
+    let (code, h) = halted(&env);
+    assert_eq!(
+        (code, h["halt"]["reason_code"].clone()),
+        (3, json!("stop_hook_loop"))
+    );
+
+    // The other way: a call between each blocked Stop is work, however many there are.
+    env.new_prompt("p-2");
+    assert!(env.stop(false).is_silent_allow());
+    for n in 0..12 {
+        env.bash(&format!("echo step {n}"), Ok(&format!("step {n}")));
+        assert!(env.stop(true).is_silent_allow(), "stop {n} after work");
+    }
+    // And a Stop the CLI says follows no block starts over.
+    for _ in 0..3 {
+        assert!(env.stop(true).is_silent_allow());
+    }
+    assert!(env.stop(false).is_silent_allow());
+    for _ in 0..4 {
+        assert!(env.stop(true).is_silent_allow());
+    }
+    assert_eq!(env.status()[0]["halts"], 1, "only the first turn was ended");
+}
+
+/// loopgate's own Stop gate bounds itself: its blocks are never taken for another hook's, even
+/// at its largest budget.
+#[test]
+fn loopgates_own_stop_gate_is_never_ended_as_another_hooks_loop() {
+    let mut env = Env::new().git().config("[progress]\nmax_blocks = 8\n");
+    env.new_prompt("p-edit");
+    env.rejected_edit("README.md", "text that is not there");
+    env.rejected_edit("README.md", "text that is not there either");
+    assert!(env.stop(false).stop_blocked());
+    for n in 1..8 {
+        let out = env.stop(true);
+        assert!(out.stop_blocked(), "own block {}: {}", n + 1, out.stdout);
+    }
+    // Its budget spent, the turn ends unfinished: that is the Stop gate's halt, said to
+    // nobody in the session (a word at Stop would make the model go on).
+    assert!(env.stop(true).is_silent_allow());
+    let (code, h) = halted(&env);
+    assert_eq!(
+        (code, h["halt"]["reason_code"].clone()),
+        (3, json!("stop_gate")),
+        "{h:#}"
+    );
+    assert_eq!(h["halt"]["evidence"]["stop_blocks"], 8);
+}

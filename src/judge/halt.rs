@@ -5,9 +5,9 @@
 //! session stopped, keeping everything else loopgate knows (a `reset` would forget it).
 
 use crate::judge::state::SessionState;
+pub use crate::judge::state::{Halt, Halts, StopLoop};
 use crate::protocol::payload::{clip, Event};
 use crate::protocol::verdict::{Action, Severity, Verdict};
-use serde::{Deserialize, Serialize};
 
 /// The reason codes, stable across versions: scripts compare them. A budget halt (issue 39,
 /// point 1) is to be `budget`.
@@ -43,35 +43,6 @@ pub mod code {
 
 /// The evidence key the deciding verdict carries when it halts; the event log shows it.
 pub const EVIDENCE_KEY: &str = "halt";
-
-/// The session's halts: the last one, and how many there were. Keep the fields' order: the
-/// state's binary format encodes them in it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Halts {
-    pub last: Option<Halt>,
-    pub count: u32,
-    /// Stops in a row another hook kept from ending the turn ([`crate::judge::engine`]'s Stop).
-    pub stop_loop: StopLoop,
-}
-
-/// Stops of one turn that came back with nothing done between, after loopgate let the previous
-/// one end: another hook blocked them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct StopLoop {
-    pub turn: u32,
-    /// Stops seen in this turn, in a row, with no tool call between.
-    pub stops: u32,
-    /// Whether loopgate itself blocked the last one (its own gate): then the next is no sign of
-    /// another hook.
-    pub ours: bool,
-    pub first_ms: u64,
-    /// The session's call count and the work's epoch at the last Stop: either moving is
-    /// something done between.
-    pub calls: u64,
-    pub epoch: u32,
-}
 
 /// Blocks of the turn's end by another hook, in a row with nothing done between, that loopgate
 /// lets pass; the next Stop ends the turn. Claude Code ends it itself after 9, Codex never.
@@ -126,34 +97,6 @@ pub fn stop_judged(state: &mut SessionState, blocked: bool) {
     state.halts.stop_loop.ours = blocked;
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Halt {
-    pub code: String,
-    pub at_ms: u64,
-    pub turn: u32,
-    /// The hook event that delivered it.
-    pub event: String,
-    pub detector: String,
-    /// What the agent was told, secrets masked.
-    pub reason: String,
-    /// The deciding verdict's evidence as JSON text (the state's format is not self-describing).
-    pub evidence: String,
-    /// When the person continued the session after it (`/loopgate continue`).
-    pub continued_ms: Option<u64>,
-}
-
-impl Halt {
-    /// Whether it still stands: not continued since.
-    pub fn stands(&self) -> bool {
-        self.continued_ms.is_none()
-    }
-
-    pub fn evidence_value(&self) -> serde_json::Value {
-        serde_json::from_str(&self.evidence).unwrap_or(serde_json::Value::Null)
-    }
-}
-
 /// The reason code of a verdict that halts, or `None` for one that does not (a denial of one
 /// call, a warning, a Stop block that keeps the turn going).
 pub fn code_of(event: Event, v: &Verdict) -> Option<&'static str> {
@@ -166,7 +109,8 @@ pub fn code_of(event: Event, v: &Verdict) -> Option<&'static str> {
         // The verdict that ends the turn carries the count of ended turns; the refusals of the
         // calls after it only repeat the end.
         ceiling::NAME if v.action == Action::Halt || has("ended_turns") => code::TURN_CEILING,
-        crate::judge::engine::LADDER if v.action == Action::Halt => code::LADDER,
+        // The ladder's name (`engine::LADDER`; the engine uses this module).
+        "ladder" if v.action == Action::Halt => code::LADDER,
         detectors::script::NAME if v.action == Action::Halt => code::SCRIPT,
         detectors::breaker::NAME if v.action >= Action::Deny => code::BREAKER,
         OUTER_LOOP if v.action >= Action::Deny => code::OUTER_LOOP,
