@@ -134,8 +134,15 @@ fn run() -> Exit {
         return Exit::FailOpen;
     }
     if let Command::Halted { state, pick } = &cli.command {
+        // Reading must not create the state dir: with nothing recorded there, no session exists.
         let halted = cmd::state_dir(cli.state_dir_for(state))
-            .and_then(|d| store::Store::open(&d))
+            .and_then(|d| match cmd::state_exists(&d) {
+                true => store::Store::open(&d),
+                false => anyhow::bail!(
+                    "no sessions in {}: no hook has recorded anything there yet",
+                    d.display()
+                ),
+            })
             .and_then(|s| cmd::halted::run(&s, pick.session.as_deref(), pick.json));
         return halted.unwrap_or_else(|e| {
             hook::say(&format!("{e:#}"));
