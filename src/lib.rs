@@ -133,6 +133,22 @@ fn run() -> Exit {
         hook::say(&e);
         return Exit::FailOpen;
     }
+    if let Command::Halted { state, pick } = &cli.command {
+        // Reading must not create the state dir: with nothing recorded there, no session exists.
+        let halted = cmd::state_dir(cli.state_dir_for(state))
+            .and_then(|d| match cmd::state_exists(&d) {
+                true => store::Store::open(&d),
+                false => anyhow::bail!(
+                    "no sessions in {}: no hook has recorded anything there yet",
+                    d.display()
+                ),
+            })
+            .and_then(|s| cmd::halted::run(&s, pick.session.as_deref(), pick.json));
+        return halted.unwrap_or_else(|e| {
+            hook::say(&format!("{e:#}"));
+            Exit::FailOpen
+        });
+    }
     match manual(&cli) {
         Ok(true) => Exit::Ok,
         Ok(false) => Exit::FailOpen,
@@ -310,6 +326,9 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             let loaded = cmd::load_config(file.as_deref(), false, project.as_deref());
             let dir = cmd::state_dir(cli.state_dir_for(state))?;
             cmd::explain::run(&dir, &loaded, session.as_deref(), call.as_deref(), *json)?
+        }
+        Command::Continue { state, pick } => {
+            cmd::resume::run(&open(state)?, pick.session.as_deref(), timeout, pick.json)?
         }
         Command::Gc {
             state,

@@ -8,6 +8,7 @@ mod faults;
 mod first_hour;
 mod fuzz;
 mod guard_table;
+mod halts;
 mod heal;
 mod layers;
 #[cfg(unix)]

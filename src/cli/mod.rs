@@ -74,6 +74,20 @@ pub struct StateArg {
     pub dir: Option<PathBuf>,
 }
 
+/// Which session a command about one session means (`halted`, `continue`).
+#[derive(Debug, Args, Default, Clone)]
+pub struct Pick {
+    /// This session id
+    #[arg(long)]
+    pub session: Option<String>,
+    /// The most recently active session
+    #[arg(long)]
+    pub latest: bool,
+    /// Machine-readable output
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `--config` for a manual command.
 #[derive(Debug, Args, Default, Clone)]
 pub struct ConfigArg {
@@ -163,6 +177,28 @@ pub enum Command {
         /// Machine-readable output
         #[arg(long)]
         json: bool,
+    },
+    /// Whether a session was halted by loopgate: exit 0 not halted (or continued since), 3 halted
+    #[command(
+        after_help = "Exit status: 0 not halted (or continued since), 3 halted by loopgate, 1 error (no such session).\nExamples:\n  loopgate halted                      the most recently active session\n  loopgate halted --session 0b6f… --json\n  claude -p \"…\"; loopgate halted || echo \"stopped by loopgate\"",
+        group(clap::ArgGroup::new("which").args(["session", "latest"]))
+    )]
+    Halted {
+        #[command(flatten)]
+        state: StateArg,
+        #[command(flatten)]
+        pick: Pick,
+    },
+    /// Continue a session loopgate halted, keeping what it knows (in Claude Code: `/loopgate continue`)
+    #[command(
+        after_help = "Examples:\n  loopgate continue --session 0b6f…\n  loopgate continue --latest",
+        group(clap::ArgGroup::new("which").required(true).args(["session", "latest"]))
+    )]
+    Continue {
+        #[command(flatten)]
+        state: StateArg,
+        #[command(flatten)]
+        pick: Pick,
     },
     /// What loopgate saw and did: counts, statistics, and per session inputs-or-outputs
     #[command(after_help = "Examples:\n  loopgate report --since 2h\n  loopgate report --json")]
@@ -373,6 +409,8 @@ impl Command {
             Command::Status { .. } => "status",
             Command::Statusline { .. } => "statusline",
             Command::Reset { .. } => "reset",
+            Command::Halted { .. } => "halted",
+            Command::Continue { .. } => "continue",
             Command::Report { .. } => "report",
             Command::Explain { .. } => "explain",
             Command::Config { .. } => "config",
@@ -398,6 +436,8 @@ impl Cli {
             Command::Status { .. }
             | Command::Statusline { .. }
             | Command::Reset { .. }
+            | Command::Halted { .. }
+            | Command::Continue { .. }
             | Command::Report { .. } => (true, false, false),
             Command::Explain { .. } | Command::Doctor { .. } | Command::Gc { .. } => {
                 (true, true, false)
@@ -448,6 +488,7 @@ mod tests {
             let name = sub.get_name();
             let args: Vec<&str> = match name {
                 "reset" => vec!["loopgate", name, "--all"],
+                "continue" => vec!["loopgate", name, "--latest"],
                 "replay" => vec!["loopgate", name, "x"],
                 "completions" => vec!["loopgate", name, "bash"],
                 "help" => continue,

@@ -119,6 +119,14 @@ pub fn summary(stem: &str, s: &SessionState) -> Value {
         "recent": s.recent,
     });
     with_rfc3339(&mut out);
+    // After the `_ms` twins: the record's own fields are already as scripts read them.
+    out["halted"] = s.halts.last.as_ref().is_some_and(|h| h.stands()).into();
+    out["halts"] = s.halts.count.into();
+    out["last_halt"] = s
+        .halts
+        .last
+        .as_ref()
+        .map_or(Value::Null, |h| super::halted::record(&s.session, h));
     out
 }
 
@@ -176,6 +184,18 @@ fn print_session(s: &SessionState) {
         say!(
             "  reset at {}: the counters below start from then (before: `loopgate report`)",
             rfc3339(r.at_ms)
+        );
+    }
+    if let Some(h) = s.halts.last.as_ref().filter(|h| h.stands()) {
+        say!(
+            "  HALTED ({}) at {}: {}",
+            h.code,
+            rfc3339(h.at_ms),
+            crate::protocol::payload::clip(&crate::judge::redact::mask(&h.reason), 200)
+        );
+        say!(
+            "  to go on: {}",
+            crate::judge::halt::how_to_resume(&s.session, true)
         );
     }
     // Observe mode counts what it would have done; say so instead of calling them denials.

@@ -41,6 +41,42 @@ pub struct Config {
     pub guard: Guard,
     pub housekeeping: Housekeeping,
     pub exempt: Exempt,
+    pub notify: Notify,
+}
+
+/// The out-of-band notice (issue 39): what loopgate runs when it ends a turn or a session, or
+/// sees itself switched off, weakened or reset. Only the user file, `--config` or the
+/// environment may set it: a project file the agent can write must not send the person's
+/// notices elsewhere, or silence them.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Notify {
+    /// A program and its arguments (no shell), run with the notice as JSON on stdin.
+    pub command: Vec<String>,
+    /// An `http://` or `https://` URL the notice is POSTed to as JSON.
+    pub webhook: String,
+    /// How long a notice may take, all receivers together; capped at [`MAX_NOTIFY_MS`].
+    pub timeout_ms: u64,
+}
+
+/// The longest a notice may hold a hook call: well under every CLI's hook timeout.
+pub const MAX_NOTIFY_MS: u64 = 5000;
+
+impl Default for Notify {
+    fn default() -> Self {
+        Notify {
+            command: Vec::new(),
+            webhook: String::new(),
+            timeout_ms: 2000,
+        }
+    }
+}
+
+impl Notify {
+    /// Whether any receiver is named: without one a notice costs nothing.
+    pub fn wanted(&self) -> bool {
+        !self.command.is_empty() || !self.webhook.is_empty()
+    }
 }
 
 /// The person's escape hatch (issue 27): calls the loop rules never judge, such as a poller they
@@ -346,6 +382,7 @@ impl Default for Config {
             guard: Guard::default(),
             housekeeping: Housekeeping::default(),
             exempt: Exempt::default(),
+            notify: Notify::default(),
         }
     }
 }

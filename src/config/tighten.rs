@@ -36,6 +36,7 @@ const TABLE: &[(&str, Rule)] = &[
     ("log.*", Rule::UserOnly),
     ("housekeeping.*", Rule::UserOnly),
     ("exempt.*", Rule::UserOnly),
+    ("notify.*", Rule::UserOnly),
     ("progress.when", Rule::Order(&["always", "unattended"])),
     ("*.enabled", Rule::OnOnly),
     ("*.rust", Rule::OnOnly),

@@ -54,6 +54,7 @@ pub(super) fn answer(
         mut problems,
         config_problems,
         notices,
+        halt,
     } = told;
     let notify = !config_problems.is_empty()
         && session.store.as_ref().is_none_or(|s| {
@@ -66,8 +67,15 @@ pub(super) fn answer(
     // Files only pile up as sessions start, so a session's first call is when housekeeping
     // looks at its stamp; the calls after it skip even that `stat`.
     let first_call = session.lock().is_some_and(|l| !l.session_known());
-    let Session { store, held, .. } = session;
+    let Session {
+        store, held, tells, ..
+    } = session;
     drop(held);
+    // After the lock is released: a slow receiver holds no other call of the session.
+    if cfg.notify.wanted() {
+        let dir = store.as_ref().map(|s| s.dir());
+        problems.extend(notices_out(call, cfg, dir, halt.as_ref(), &tells));
+    }
     if let Some(s) = store.as_ref().filter(|_| first_call) {
         crate::store::gc::maybe_sweep(s.dir(), &cfg.housekeeping);
     }
@@ -135,4 +143,46 @@ fn preview(p: &Payload) -> Option<String> {
     p.tool_input
         .as_ref()
         .map(|i| crate::judge::redact::target(p.tool(), i))
+}
+
+/// The out-of-band notices of this call: its halt, and what the defence noticed.
+fn notices_out(
+    call: &Call,
+    cfg: &config::Config,
+    dir: Option<&std::path::Path>,
+    halt: Option<&crate::judge::halt::Halt>,
+    tells: &[super::session::Tell],
+) -> Vec<String> {
+    let project = call
+        .project_dir
+        .map(std::path::Path::to_path_buf)
+        .or_else(|| call.payload.cwd.as_deref().map(std::path::PathBuf::from));
+    let claude = call.agent == crate::protocol::dialect::Agent::Claude;
+    let session = &call.payload.session_id;
+    let base = |kind, code, reason, evidence| super::notify::Notice {
+        kind,
+        code,
+        session,
+        project: project.as_deref(),
+        cli: call.agent.name(),
+        reason,
+        evidence,
+        resume: crate::judge::halt::how_to_resume(session, claude),
+        at_ms: call.now_ms,
+    };
+    let mut notices: Vec<super::notify::Notice> = Vec::new();
+    if let Some(h) = halt {
+        notices.push(base("halt", &h.code, &h.reason, h.evidence_value()));
+    }
+    for t in tells {
+        let mut n = base(t.kind, t.code, &t.text, serde_json::Value::Null);
+        n.resume = "nothing to resume: loopgate told what it saw; `loopgate doctor` checks the \
+                    installation"
+            .into();
+        notices.push(n);
+    }
+    notices
+        .iter()
+        .filter_map(|n| super::notify::deliver(cfg, dir, call.event.name(), n))
+        .collect()
 }

@@ -10,6 +10,7 @@ use crate::defence::sanction;
 use crate::protocol::exit::Exit;
 use crate::protocol::payload::{clip, Payload};
 use crate::store::events;
+use crate::store::resume::Continued;
 
 /// The answer to the person's `/loopgate …`; silent for any other command.
 pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done {
@@ -35,10 +36,14 @@ pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done
         ));
     }
     let args = payload.command_args.as_deref().unwrap_or("");
+    if args.trim() == "continue" {
+        return continue_here(cli, payload);
+    }
     let Some(id) = sanction::allow_id(args) else {
         return block(
-            "loopgate: `/loopgate allow <id>` keeps a settings change loopgate undid; the id is in \
-             loopgate's message about it"
+            "loopgate: `/loopgate continue` continues this session after loopgate halted it; \
+             `/loopgate allow <id>` keeps a settings change loopgate undid (the id is in \
+             loopgate's message about it)"
                 .into(),
         );
     };
@@ -112,4 +117,32 @@ fn block(reason: String) -> Done {
         problems: Vec::new(),
         exit: Exit::Ok,
     }
+}
+
+/// `/loopgate continue`: the person continues this session after a halt, keeping what loopgate
+/// knows of it. Only the person can type it (see [`crate::defence::sanction`]); the agent's
+/// `loopgate continue` is refused by the guard.
+fn continue_here(cli: &Cli, payload: &Payload) -> Done {
+    let mut notices = Vec::new();
+    let Some(store) = open_store(cli, &mut notices) else {
+        return block(format!(
+            "loopgate: cannot open its state dir ({}); nothing was continued",
+            notices.join("; ")
+        ));
+    };
+    let stem = crate::store::Store::stem(&payload.session_id);
+    let now = crate::platform::clock::now_ms();
+    let wait = std::time::Duration::from_millis(crate::config::MAX_LOCK_WAIT_MS);
+    let message = match crate::store::resume::continue_stem(&store, &stem, now, wait) {
+        Ok((Continued::Halt(h), _)) => format!(
+            "loopgate: this session continues after its halt ({}): the loop counts that stopped \
+             it are lifted, what loopgate knows of the session is kept. Send your next prompt.",
+            h.code
+        ),
+        Ok((Continued::Nothing, _)) => {
+            "loopgate: this session is not halted: nothing to continue".into()
+        }
+        Err(e) => format!("loopgate: could not continue this session: {e:#}"),
+    };
+    block(message)
 }

@@ -7,6 +7,7 @@ mod answer;
 mod expansion;
 mod forgotten;
 mod journaled;
+mod notify;
 mod outer;
 mod session;
 mod settings;
@@ -121,6 +122,8 @@ struct Told {
     /// The configuration's own problems, shown once per session.
     config_problems: Vec<String>,
     notices: Vec<String>,
+    /// A halt this call made (a turn or session ended), for the out-of-band notice.
+    halt: Option<crate::judge::halt::Halt>,
 }
 
 fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
@@ -151,6 +154,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         problems: loaded.problems.clone(),
         config_problems: loaded.problems.clone(),
         notices: Vec::new(),
+        halt: None,
     };
     let (session, mut state) = session::open(&call, cfg, &mut told.notices);
     let (verdicts, pending) = judge(&call, &session, &mut state, cfg, &mut told);
@@ -233,6 +237,10 @@ fn judge(
     verdicts
         .iter_mut()
         .for_each(crate::judge::redact::mask_verdict);
+    // Observe mode halts nothing: there is nothing to record or resume.
+    if cfg.mode == config::Mode::Enforce {
+        told.halt = crate::judge::halt::note(state, event, &mut verdicts, call.now_ms);
+    }
     if !state.evicted.is_empty() {
         told.notices.extend(evicted(call, session));
     }

@@ -19,6 +19,17 @@ pub(super) struct Session {
     pub unreadable: bool,
     /// At the session's first call: an agent changed the CLI's hook files.
     pub rewired: Option<String>,
+    /// What the defence noticed at this call (switched off, weakened, reset), for the notice.
+    pub tells: Vec<Tell>,
+}
+
+/// One thing the defence noticed, as the out-of-band notice names it.
+pub(super) struct Tell {
+    /// `switched_off`, `weakened` or `reset`.
+    pub kind: &'static str,
+    /// What noticed it: `hook_files`, `state_restored`, `state_lost`, `config_loosened`.
+    pub code: &'static str,
+    pub text: String,
 }
 
 impl Session {
@@ -54,8 +65,10 @@ pub(super) fn open(
         held,
         unreadable: false,
         rewired: None,
+        tells: Vec::new(),
     };
     let lock = session.lock();
+    let mut tells = Vec::new();
     if let Some(q) = lock.and_then(|l| l.healed.as_ref()) {
         notices.push(format!(
             "the session's lock file was {} and has been moved to {}; a fresh one was made",
@@ -98,21 +111,25 @@ pub(super) fn open(
     }
     let known = lock.is_some_and(|l| l.session_known());
     if let (Some(s), Some(_), false, None) = (&session.store, lock, known, &quarantined) {
-        notices.extend(super::forgotten::told(
-            call,
-            s.dir(),
-            &Store::stem(session_id),
-        ));
+        let lost = super::forgotten::told(call, s.dir(), &Store::stem(session_id));
+        tell(&mut tells, "reset", "state_lost", &lost);
+        notices.extend(lost);
     }
     let mut state = state_of(loaded, quarantined.is_none() && known, call, notices);
     if let Some(l) = lock {
-        notices.extend(restored(&mut state, l));
+        let put_back = restored(&mut state, l);
+        tell(&mut tells, "reset", "state_restored", &put_back);
+        notices.extend(put_back);
     }
     if lock.is_some() {
-        notices.extend(config_loosened(&mut state, cfg, call.cli.observe));
+        let loosened = config_loosened(&mut state, cfg, call.cli.observe);
+        tell(&mut tells, "weakened", "config_loosened", &loosened);
+        notices.extend(loosened);
     }
     session.unreadable = unreadable;
+    tell(&mut tells, "switched_off", "hook_files", &rewired);
     session.rewired = rewired;
+    session.tells = tells;
     (session, state)
 }
 
@@ -310,3 +327,16 @@ fn open_fallback(configured: Option<&std::path::Path>) -> Result<Store> {
 
 /// How many private fallback dirs are tried (`loopgate-<uid>`, then `.2`, `.3`).
 const FALLBACKS: usize = 3;
+
+fn tell<'a>(
+    tells: &mut Vec<Tell>,
+    kind: &'static str,
+    code: &'static str,
+    texts: impl IntoIterator<Item = &'a String>,
+) {
+    tells.extend(texts.into_iter().map(|t| Tell {
+        kind,
+        code,
+        text: t.clone(),
+    }));
+}

@@ -176,9 +176,22 @@ fn file_changed(
         );
         let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
     }
+    let mut problems = vec![message.clone()];
+    let dir = cfg
+        .notify
+        .wanted()
+        .then(|| open_store(cli, &mut Vec::new()))
+        .flatten();
+    problems.extend(super::notify::tell(
+        cfg,
+        dir.as_ref().map(Store::dir),
+        payload,
+        ("FileChanged", "weakened", "file_changed"),
+        &message,
+    ));
     Ok(Done {
         stdout: None,
-        problems: vec![message],
+        problems,
         exit: Exit::Ok,
     })
 }
@@ -280,6 +293,13 @@ fn config_change(
         );
         let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
     }
+    let problems = super::notify::tell(
+        cfg,
+        store.as_ref().map(Store::dir),
+        payload,
+        ("ConfigChange", "switched_off", "config_change"),
+        &message,
+    );
     Ok(Done {
         stdout: Some(
             serde_json::json!({
@@ -289,7 +309,7 @@ fn config_change(
             })
             .to_string(),
         ),
-        problems: Vec::new(),
+        problems: problems.into_iter().collect(),
         exit: Exit::Ok,
     })
 }

@@ -5,6 +5,7 @@ pub mod call_key;
 pub mod ceiling;
 pub mod detectors;
 pub mod engine;
+pub mod halt;
 pub mod ledger;
 pub mod noise;
 pub mod outcome;

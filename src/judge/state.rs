@@ -48,10 +48,72 @@ pub struct SessionState {
     /// an open breaker may refuse. Keep it the last field: states of formats before 8 end before
     /// it, and decode with its default (`codec`).
     pub failed_prompts: VecDeque<Digest16>,
+    /// The session's halts: the last one with its evidence, for scripts and the person's
+    /// `/loopgate continue`. Keep it the last field: states of formats before 9 end before it,
+    /// and decode with its default (`codec`).
+    pub halts: Halts,
     /// Subagents whose record was dropped by this call while it held failing calls (a loop it may
     /// be in): never saved, told to the person by the hook.
     #[serde(skip)]
     pub evicted: Vec<String>,
+}
+
+/// The session's halts: the last one, and how many there were. Keep the fields' order: the
+/// state's binary format encodes them in it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Halts {
+    pub last: Option<Halt>,
+    pub count: u32,
+    /// Stops in a row another hook kept from ending the turn (`judge::halt`).
+    pub stop_loop: StopLoop,
+}
+
+/// Stops of one turn that came back with nothing done between, after loopgate let the previous
+/// one end: another hook blocked them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StopLoop {
+    pub turn: u32,
+    /// Stops seen in this turn, in a row, with no tool call between.
+    pub stops: u32,
+    /// Whether loopgate itself blocked the last one (its own gate): then the next is no sign of
+    /// another hook.
+    pub ours: bool,
+    pub first_ms: u64,
+    /// The session's call count and the work's epoch at the last Stop: either moving is
+    /// something done between.
+    pub calls: u64,
+    pub epoch: u32,
+}
+
+/// One halt: loopgate ended a turn or a session (`judge::halt` decides and lifts them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Halt {
+    pub code: String,
+    pub at_ms: u64,
+    pub turn: u32,
+    /// The hook event that delivered it.
+    pub event: String,
+    pub detector: String,
+    /// What the agent was told, secrets masked.
+    pub reason: String,
+    /// The deciding verdict's evidence as JSON text (the state's format is not self-describing).
+    pub evidence: String,
+    /// When the person continued the session after it (`/loopgate continue`).
+    pub continued_ms: Option<u64>,
+}
+
+impl Halt {
+    /// Whether it still stands: not continued since.
+    pub fn stands(&self) -> bool {
+        self.continued_ms.is_none()
+    }
+
+    pub fn evidence_value(&self) -> serde_json::Value {
+        serde_json::from_str(&self.evidence).unwrap_or(serde_json::Value::Null)
+    }
 }
 
 /// When loopgate wrote the state, by the system clock, and how far the file system's change time

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 pub mod bounded;
 pub mod clock;
 pub mod git;
+pub mod spawn;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]

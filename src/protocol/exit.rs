@@ -16,12 +16,18 @@ pub fn fail_open_with(code: u8) {
     crate::platform::start::crash_exit_with(code.min(1));
 }
 
+/// `loopgate halted`'s status for a halted session: neither success (0) nor the error every
+/// command exits with (1), nor 2, which shells and CLIs use for a wrong command line.
+pub const HALTED: u8 = 3;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// The answer (possibly empty) is on stdout.
     Ok,
     /// Non-blocking error: Claude Code lets the call proceed and shows our one stderr line.
     FailOpen,
+    /// `loopgate halted`: the session was halted by loopgate (a manual command, never a hook).
+    Halted,
 }
 
 impl Exit {
@@ -30,6 +36,7 @@ impl Exit {
         match self {
             Exit::Ok => 0,
             Exit::FailOpen => FAIL_OPEN.load(Ordering::Relaxed),
+            Exit::Halted => HALTED,
         }
     }
 }

@@ -45,6 +45,13 @@ pub fn answer(event: Event, v: &Verdict) -> Option<String> {
             "stopReason": v.reason,
             "systemMessage": human,
         }),
+        // Ends the turn whatever another Stop hook answers (issue 39: another hook's endless
+        // blocks); see docs/stop-hook-loops.md for what was observed.
+        (Event::Stop, Action::Halt) => json!({
+            "continue": false,
+            "stopReason": v.reason,
+            "systemMessage": human,
+        }),
         (Event::Stop | Event::SubagentStop, Action::Deny | Action::Halt) => {
             json!({"decision": "block", "reason": v.reason})
         }

@@ -11,20 +11,25 @@
 //! `magic "LGST"` · `format u16` · `reserved u16 = 0` · `generation u64` · `body length u32` ·
 //! `crc32 u32` over the first 20 header bytes and the body.
 
+use crate::judge::halt::Halts;
 use crate::judge::state::{Ceiling, Heed, PermissionGate, SessionState, Written};
 use crate::util::canon::Digest16;
 
 pub const MAGIC: [u8; 4] = *b"LGST";
 /// Bumped whenever the body's layout changes incompatibly; files of a format this binary does
-/// not read are quarantined. 9 may set the ledger entry's "still under way" bit (the layout of 8,
-/// whose files never set it, so 8 is read as 9); 8 adds the prompts of the turns the circuit breaker counted
+/// not read are quarantined. 10 adds the session's halts ([`Halts`]) as the last field; 9 may set
+/// the ledger entry's "still under way" bit (the layout of 8, whose files never set it, so 8 is read
+/// as 9); 8 adds the prompts of the turns the circuit breaker counted
 /// (`failed_prompts`) as the last field; 7 adds when loopgate wrote the state ([`Written`]) as its last
 /// field; 6 adds the configuration baseline as [`Heed`]'s last field; 5 adds the session's [`Heed`] as the state's last field; 4 adds the ceiling's [`PermissionGate`] as its last field; 3 adds
 /// the session's [`Ceiling`] as the state's last field; 2 writes the ledger's entries as one block
 /// ([`crate::judge::ledger::block`]); 1, the same state with entries field by field. 1 to 4 are
 /// still read, what they lack taken as its default.
-pub const FORMAT: u16 = 9;
-/// The last format without an entry's "still under way" bit: the same layout, read as [`FORMAT`].
+pub const FORMAT: u16 = 10;
+/// The first format with an entry's "still under way" bit, without the halts, still read.
+const FORMAT_NO_HALTS: u16 = 9;
+/// The first format with the breaker's prompts, without the "still under way" bit: the layout of
+/// 9, read as 9.
 const FORMAT_NO_UNDER_WAY: u16 = 8;
 /// The first format with the time of writing, without the breaker's prompts, still read.
 const FORMAT_NO_FAILED_PROMPTS: u16 = 7;
@@ -100,6 +105,7 @@ pub fn peek_header(bytes: &[u8]) -> Result<(u64, usize), Bad> {
     if !matches!(
         format,
         FORMAT
+            | FORMAT_NO_HALTS
             | FORMAT_NO_UNDER_WAY
             | FORMAT_NO_FAILED_PROMPTS
             | FORMAT_NO_WRITTEN
@@ -131,13 +137,16 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
     let _by_field = (bytes[4..6] == FORMAT_ENTRIES_BY_FIELD.to_le_bytes())
         .then(crate::judge::ledger::block::LegacyEntries::new);
     let format = u16::from_le_bytes([bytes[4], bytes[5]]);
-    let state = if format == FORMAT || format == FORMAT_NO_UNDER_WAY {
+    let state = if format == FORMAT {
         postcard::from_bytes(body)
     } else {
         // What each older format lacks is last, so an older body followed by its default's
         // encoding is the same state with that part empty.
         let no_prompts = || postcard::to_extend(&Vec::<Digest16>::new(), Vec::new());
-        let tail = if format == FORMAT_NO_FAILED_PROMPTS {
+        let no_halts = format == FORMAT_NO_HALTS || format == FORMAT_NO_UNDER_WAY;
+        let tail = if no_halts {
+            Ok(Vec::new())
+        } else if format == FORMAT_NO_FAILED_PROMPTS {
             no_prompts()
         } else if format == FORMAT_NO_WRITTEN {
             Ok(Vec::new())
@@ -154,13 +163,14 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
             .and_then(|t| postcard::to_extend(&Heed::default(), t))
         }
         .and_then(|t| {
-            if format == FORMAT_NO_FAILED_PROMPTS {
+            if no_halts || format == FORMAT_NO_FAILED_PROMPTS {
                 Ok(t)
             } else {
                 postcard::to_extend(&Written::default(), t)
                     .and_then(|t| postcard::to_extend(&Vec::<Digest16>::new(), t))
             }
         })
+        .and_then(|t| postcard::to_extend(&Halts::default(), t))
         .map_err(|e| Bad::Body(e.to_string()))?;
         let mut whole = body.to_vec();
         whole.extend(tail);
@@ -324,20 +334,16 @@ mod tests {
     fn older(s: &SessionState, format: u16, tail: usize) -> Vec<u8> {
         assert_eq!(s.written, Written::default(), "no older format has it");
         assert!(s.failed_prompts.is_empty(), "no older format has them");
-        let written = postcard::to_allocvec(&Written::default()).unwrap().len() + 1;
-        let mut old = encode_as(s, 9, format).unwrap();
-        old.truncate(old.len() - tail - written);
-        let len = (old.len() - HEADER) as u32;
-        old[16..20].copy_from_slice(&len.to_le_bytes());
-        let crc = checksum(&old[..20], &old[HEADER..]);
-        old[20..24].copy_from_slice(&crc.to_le_bytes());
-        old
+        assert_eq!(s.halts, Halts::default(), "no older format has them");
+        let written = postcard::to_allocvec(&Written::default()).unwrap().len() + 1 + halts_len();
+        cut(s, format, tail + written)
     }
 
     /// A format-2 state (written before the ceiling existed) is its body without the last field.
     #[test]
     fn a_format_two_state_without_the_ceiling_is_still_read() {
         let mut s = full_state();
+        s.halts = Halts::default();
         s.failed_prompts.clear();
         s.ceiling = Ceiling::default();
         s.heed = Heed::default();
@@ -362,6 +368,7 @@ mod tests {
     #[test]
     fn a_format_three_state_keeps_its_ceiling_without_the_permission_gate() {
         let mut s = full_state();
+        s.halts = Halts::default();
         s.failed_prompts.clear();
         s.ceiling.permission = PermissionGate::default();
         s.heed = Heed::default();
@@ -389,6 +396,7 @@ mod tests {
     #[test]
     fn a_format_four_state_is_read_with_nothing_standing() {
         let mut s = full_state();
+        s.halts = Halts::default();
         s.failed_prompts.clear();
         s.heed = Heed::default();
         let old = older(&s, FORMAT_NO_HEED, heed_len());
@@ -405,6 +413,7 @@ mod tests {
     #[test]
     fn a_format_six_state_is_read_without_a_time_of_writing() {
         let mut s = full_state();
+        s.halts = Halts::default();
         s.failed_prompts.clear();
         s.failed_prompts.clear();
         let old = older(&s, FORMAT_NO_WRITTEN, 0);
@@ -428,17 +437,13 @@ mod tests {
     #[test]
     fn a_format_seven_state_is_read_without_the_breakers_prompts() {
         let mut s = full_state();
+        s.halts = Halts::default();
         s.failed_prompts.clear();
         s.written = Written {
             at_ms: 1_700_000_000_000,
             skew_ms: Some(-3),
         };
-        let mut old = encode_as(&s, 9, FORMAT_NO_FAILED_PROMPTS).unwrap();
-        old.truncate(old.len() - 1);
-        let len = (old.len() - HEADER) as u32;
-        old[16..20].copy_from_slice(&len.to_le_bytes());
-        let crc = checksum(&old[..20], &old[HEADER..]);
-        old[20..24].copy_from_slice(&crc.to_le_bytes());
+        let old = cut(&s, FORMAT_NO_FAILED_PROMPTS, 1 + halts_len());
         let (_, back) = decode(&old).unwrap();
         assert!(
             same(&s, &back),
@@ -450,11 +455,52 @@ mod tests {
         assert_eq!(back.failed_prompts, now.failed_prompts);
     }
 
+    /// `s` encoded as `format`, without its last `tail` bytes: what that format lacks.
+    fn cut(s: &SessionState, format: u16, tail: usize) -> Vec<u8> {
+        let mut old = encode_as(s, 9, format).unwrap();
+        old.truncate(old.len() - tail);
+        let len = (old.len() - HEADER) as u32;
+        old[16..20].copy_from_slice(&len.to_le_bytes());
+        let crc = checksum(&old[..20], &old[HEADER..]);
+        old[20..24].copy_from_slice(&crc.to_le_bytes());
+        old
+    }
+
+    fn halts_len() -> usize {
+        postcard::to_allocvec(&Halts::default()).unwrap().len()
+    }
+
+    /// A format-9 or format-8 state (written before halts were kept) is read whole, with no
+    /// halt: `loopgate halted` says the session was not halted, and its next halt is its first.
+    #[test]
+    fn a_format_nine_or_eight_state_is_read_without_halts() {
+        let mut s = full_state();
+        s.halts = Halts::default();
+        for format in [FORMAT_NO_HALTS, FORMAT_NO_UNDER_WAY] {
+            let old = cut(&s, format, halts_len());
+            let (_, back) = decode(&old).unwrap();
+            assert!(
+                same(&s, &back),
+                "a format-{format} state decodes to the same state"
+            );
+        }
+        let mut now = s.clone();
+        now.halts.count = 2;
+        now.halts.last = Some(crate::judge::halt::Halt {
+            code: "turn_ceiling".into(),
+            continued_ms: Some(5),
+            ..Default::default()
+        });
+        let (_, back) = decode(&encode(&now, 1).unwrap()).unwrap();
+        assert_eq!(back.halts, now.halts);
+    }
+
     /// A format-5 state (written before the configuration baseline) keeps what it heeded and
     /// has no baseline: the next call takes the configuration in effect as it.
     #[test]
     fn a_format_five_state_is_read_without_a_config_baseline() {
         let mut s = full_state();
+        s.halts = Halts::default();
         s.failed_prompts.clear();
         s.heed.turn = 3;
         s.heed.config = Vec::new();

@@ -19,6 +19,7 @@ pub mod journal;
 pub mod lock;
 pub mod notice;
 pub mod outer_loop;
+pub mod resume;
 pub mod seen;
 use crate::judge::state::SessionState;
 use crate::platform;

@@ -254,6 +254,17 @@ impl Scenario {
         self.write_settings(&json!({ "hooks": hooks }));
     }
 
+    /// Adds another hook on `event` to `~/.claude/settings.json`, after loopgate's.
+    pub fn add_other_hook(&self, event: &str, command: &str) {
+        let mut settings = self.read_settings();
+        let group = json!({"hooks": [{"type": "command", "command": command}]});
+        match settings["hooks"][event].as_array_mut() {
+            Some(groups) => groups.push(group),
+            None => settings["hooks"][event] = json!([group]),
+        }
+        self.write_settings(&settings);
+    }
+
     fn settings_path(&self) -> PathBuf {
         self.home.join(".claude").join("settings.json")
     }

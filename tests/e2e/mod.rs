@@ -48,5 +48,6 @@ mod sanction;
 mod sessions;
 mod smoke;
 mod stop_gate;
+mod stop_hooks;
 mod tamper;
 mod watch_paths;

@@ -25,7 +25,7 @@ pub use paths::Env as GuardEnv;
 pub const NAME: &str = "guard";
 
 /// loopgate's subcommands that change something: setup rewires (or removes) the hooks, reset
-/// forgets loop state, and the hook subcommands fed a forged payload rewrite a session's state.
+/// forgets loop state, continue lifts a halt, and the hook subcommands fed a forged payload rewrite a session's state.
 const MUTATING: &[&str] = &[
     "setup",
     "gc",
@@ -34,6 +34,7 @@ const MUTATING: &[&str] = &[
     "file-changed",
     "prompt-expansion",
     "reset",
+    "continue",
     "pre-tool-use",
     "post-tool-use",
     "post-tool-use-failure",
@@ -1437,6 +1438,7 @@ impl<'e> Bash<'e> {
 /// it has: a word that is none of them is not one the guard could read.
 const READ_ONLY_SUBCOMMANDS: &[&str] = &[
     "status",
+    "halted",
     "statusline",
     "report",
     "explain",
@@ -1511,6 +1513,8 @@ fn loopgate_cli(args: &[String], is_loopgate: bool, reader: bool) -> Option<Stri
     let word = |w: &str| args.iter().any(|a| a == w);
     let renamed = if word("reset") && has(&["--all", "--session"]) {
         Some("reset")
+    } else if word("continue") && has(&["--session", "--latest"]) {
+        Some("continue")
     } else if word("setup")
         && has(&[
             "--uninstall",

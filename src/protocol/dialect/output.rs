@@ -43,6 +43,10 @@ pub fn answer(agent: Agent, event: Event, source: Event, v: &Verdict) -> Option<
         }
         (Event::PermissionRequest, _) => return None,
         (Event::PreToolUse, Action::Warn) => context(agent, source, reason, &human),
+        // Codex ends the turn on it, whatever another Stop hook answers (docs/stop-hook-loops.md).
+        (Event::Stop, Action::Halt) if agent == Agent::Codex => {
+            json!({"continue": false, "stopReason": reason})
+        }
         (_, Action::Deny | Action::Halt) if stop_like => {
             json!({"decision": "block", "reason": reason})
         }

@@ -261,6 +261,19 @@ impl Scenario {
         });
     }
 
+    /// Adds another hook on `event` beside loopgate's (Claude's shape: Codex), running
+    /// `command`; Codex then runs with its hook-trust bypass, the added hook being untrusted.
+    pub fn add_other_hook(&mut self, event: &str, command: &str) {
+        let mut v = read_json(&self.hook_file());
+        let group = json!({"hooks": [{"type": "command", "command": command, "timeout": 10}]});
+        match v["hooks"][event].as_array_mut() {
+            Some(groups) => groups.push(group),
+            None => v["hooks"][event] = json!([group]),
+        }
+        write_json(&self.hook_file(), &v);
+        self.codex_trusted = false;
+    }
+
     /// Hook stdins the recorder saw.
     pub fn recorded_hooks(&self) -> Vec<Value> {
         read_jsonl(&self.scratch.join("hooks.jsonl"))

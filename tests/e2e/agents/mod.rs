@@ -27,3 +27,4 @@ mod scenarios;
 mod script;
 mod sessions;
 mod smoke;
+mod stop_hooks;
