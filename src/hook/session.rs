@@ -106,7 +106,7 @@ pub(super) fn open(
     }
     let mut state = state_of(loaded, quarantined.is_none() && known, call, notices);
     if let Some(l) = lock {
-        notices.extend(restored(&mut state, l));
+        notices.extend(put_back(l).or_else(|| restored(&mut state, l)));
     }
     if lock.is_some() {
         notices.extend(config_loosened(&mut state, cfg, call.cli.observe));
@@ -165,6 +165,17 @@ fn restored(state: &mut SessionState, lock: &SessionLock) -> Option<String> {
             None
         }
     }
+}
+
+/// An earlier copy of the state file put back, however soon after it was taken: the lock file
+/// keeps the generation loopgate last saved, out of a copy of the state file's reach. What the
+/// copy hides is gone with the file it overwrote (the person is told; this call's save records
+/// the generation again, so once).
+fn put_back(lock: &SessionLock) -> Option<String> {
+    let (found, saved) = lock.put_back()?;
+    Some(format!(
+        "the session's state file was put back from an earlier copy: it holds loopgate's update          {found} of this session, and loopgate had saved update {saved}. The loop counts of the          calls in between are lost. If that was not you, something in the session is undoing          loopgate's record (`loopgate status` shows the session)"
+    ))
 }
 
 /// The saved state, or a fresh one when there is none, when it belongs to another session, or

@@ -51,10 +51,15 @@ pub struct SessionLock {
     /// A state was saved for this session before (the lock file carries a mark): a missing state
     /// file then means it vanished.
     known: bool,
-    /// The lock file's length, which is its mark: odd once a state was saved, 2 or more while a
-    /// journal waits to be merged ([`crate::store::journal`]). Read by the `stat` the lock takes anyway,
-    /// so the common case pays nothing to learn there is no journal.
+    /// The lock file's length, which is its mark ([`Mark`]): odd once a state was saved, bit 1
+    /// set while a journal waits to be merged ([`crate::store::journal`]), and above those the
+    /// generation of the state last saved. Read by the `stat` the lock takes anyway, so the
+    /// common case pays nothing to learn there is no journal or that no earlier copy of the
+    /// state was put back.
     mark: Cell<u64>,
+    /// The generation read from the state file is older than the one the lock recorded: an
+    /// earlier copy of the state was put back (found, recorded).
+    put_back: Cell<Option<(u64, u64)>>,
     /// The lock file was not a regular file of ours and was moved aside.
     pub healed: Option<Quarantined>,
     /// The open state file and the slot and generation it was read from.
@@ -90,7 +95,14 @@ impl SessionLock {
 
     /// Calls judged while the lock was held elsewhere wait in the journal to be merged.
     pub fn journal_pending(&self) -> bool {
-        self.mark.get() >= 2
+        Mark(self.mark.get()).journal()
+    }
+
+    /// The state read is older than the one loopgate last saved for this session: (the
+    /// generation found, the generation saved). A copy of the state file put back cannot hide
+    /// it, however soon after the copy, since the generation saved is kept in the lock file.
+    pub fn put_back(&self) -> Option<(u64, u64)> {
+        self.put_back.get()
     }
 
     /// The journal beside this session's state.
@@ -100,7 +112,7 @@ impl SessionLock {
 
     /// Sets or clears the journal mark (the state is saved: the session is known either way).
     pub fn mark_journal_pending(&self, pending: bool) {
-        let len = if pending { 3 } else { 1 };
+        let len = Mark(self.mark.get()).with(true, pending).0;
         if self.file.set_len(len).is_ok() {
             self.mark.set(len);
         }
@@ -129,9 +141,9 @@ impl Busy {
     /// [`BUSY_WAIT`]. The mark is the file's length: no lock is needed to set it. Read afresh: a
     /// holder may have cleared it since this call found the lock busy.
     pub fn mark_journal(&self) {
-        let mark = self.file.metadata().map_or(self.mark, |m| m.len());
-        if mark < 2 {
-            let _ = self.file.set_len(mark + 2);
+        let mark = Mark(self.file.metadata().map_or(self.mark, |m| m.len()));
+        if !mark.journal() {
+            let _ = self.file.set_len(mark.with(mark.known(), true).0);
         }
     }
 }
@@ -300,7 +312,7 @@ impl Store {
                     let meta = file.metadata().with_context(|| {
                         format!("cannot stat lock file {}", lock_path.display())
                     })?;
-                    let wait = if meta.len() >= 2 {
+                    let wait = if Mark(meta.len()).journal() {
                         timeout.min(BUSY_WAIT)
                     } else {
                         timeout
@@ -349,8 +361,9 @@ impl Store {
             return Ok(Held::Locked(SessionLock {
                 file,
                 state_path: self.path(stem, EXT),
-                known: !meta.len().is_multiple_of(2),
+                known: Mark(meta.len()).known(),
                 mark: Cell::new(meta.len()),
+                put_back: Cell::new(None),
                 healed,
                 state: RefCell::new(None),
                 slot: Cell::new(None),
@@ -389,6 +402,10 @@ impl Store {
             match read_slots(&file, meta.len()) {
                 Ok((slot, generation, state)) => {
                     lock.slot.set(Some((slot, generation)));
+                    let saved = Mark(lock.mark.get()).generation();
+                    if generation < saved {
+                        lock.put_back.set(Some((generation, saved)));
+                    }
                     let ms = platform::change_ns(&meta).div_euclid(1_000_000);
                     lock.changed_ms.set(i64::try_from(ms).ok());
                     *lock.state.borrow_mut() = Some(file);
@@ -469,12 +486,14 @@ impl Store {
         platform::write_all_at(file, &bytes, slot * SLOT)
             .with_context(|| format!("cannot write {}", lock.state_path.display()))?;
         lock.slot.set(Some((slot, generation)));
-        let mark = lock.mark.get();
-        if mark.is_multiple_of(2) {
-            // Mark the session as having a state, so a state file that vanishes is noticed.
-            if lock.file.set_len(mark + 1).is_ok() {
-                lock.mark.set(mark + 1);
-            }
+        // Mark the session as having a state, so a state file that vanishes is noticed, and
+        // record the generation saved, so an earlier copy put back is. After the write: a writer
+        // killed mid-write leaves the older slot to be read, and the older generation recorded.
+        // Read afresh: a call that found the lock busy may have marked a journal since.
+        let mark = Mark(lock.file.metadata().map_or(lock.mark.get(), |m| m.len()));
+        let next = mark.with(true, mark.journal()).at(generation);
+        if next != mark && lock.file.set_len(next.0).is_ok() {
+            lock.mark.set(next.0);
         }
         Ok(())
     }
@@ -520,6 +539,44 @@ impl Store {
 
 /// A generation past this is not one a session reached by saving (see [`Store::save`]).
 const RESTART_GENERATION: u64 = 1 << 62;
+
+/// The lock file's length as its mark: bit 0, a state was saved; bit 1, a journal waits; the
+/// bits above, the generation of the state last saved. A length costs no read (the lock's `stat`
+/// has it) and no block on disk (the file stays empty; sparse where it grows). Generations past
+/// [`MAX_MARKED_GENERATION`] are not recorded (0: nothing to compare), so the length stays far
+/// below any file system's limit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Mark(u64);
+
+/// A million saves a day for three thousand years.
+const MAX_MARKED_GENERATION: u64 = 1 << 40;
+
+impl Mark {
+    fn known(self) -> bool {
+        self.0 & 1 == 1
+    }
+
+    fn journal(self) -> bool {
+        self.0 & 2 == 2
+    }
+
+    fn generation(self) -> u64 {
+        self.0 >> 2
+    }
+
+    fn with(self, known: bool, journal: bool) -> Mark {
+        Mark(self.0 & !3 | u64::from(known) | u64::from(journal) << 1)
+    }
+
+    fn at(self, generation: u64) -> Mark {
+        let g = if generation < MAX_MARKED_GENERATION {
+            generation
+        } else {
+            0
+        };
+        Mark(g << 2 | self.0 & 3)
+    }
+}
 
 /// The valid slot with the highest generation: (slot, generation, state), or why none is valid.
 ///
@@ -956,6 +1013,44 @@ mod tests {
             assert!(Store::open(Path::new("/")).is_err());
             assert!(Store::open_healing(Path::new("/")).is_err());
         }
+    }
+
+    /// The lock file's length records the generation saved: an earlier copy of the state put
+    /// back is found on load, and a journal's mark survives the saves that record it.
+    #[test]
+    fn an_earlier_copy_put_back_is_found_by_the_generation_the_lock_keeps() {
+        let (_d, store) = store();
+        saved(&store, 1);
+        let path = lock(&store).state_path.clone();
+        let copy = fs::read(&path).unwrap();
+        let put_back = |store: &Store| {
+            let l = lock(store);
+            store.load(&l).unwrap();
+            l.put_back()
+        };
+        for n in 2..=4 {
+            saved(&store, n);
+            assert_eq!(put_back(&store), None, "our own saves");
+        }
+        let l = lock(&store);
+        l.mark_journal_pending(true);
+        let (st, _) = store.load(&l).unwrap();
+        store.save(&l, &mut st.unwrap()).unwrap();
+        assert!(l.journal_pending(), "a save keeps the journal's mark");
+        l.mark_journal_pending(false);
+        drop(l);
+        fs::write(&path, &copy).unwrap();
+        let l = lock(&store);
+        let (st, _) = store.load(&l).unwrap();
+        assert_eq!(st.map(|s| s.totals.calls), Some(1));
+        assert_eq!(l.put_back(), Some((1, 5)));
+        assert!(l.session_known() && !l.journal_pending());
+        drop(l);
+        saved(&store, 2);
+        assert!(
+            lock(&store).put_back().is_none(),
+            "told once: the save records again"
+        );
     }
 
     #[test]
