@@ -647,6 +647,71 @@ fn a_state_deleted_with_its_lock_is_told_once() {
     assert_eq!(notice(&old.bash("ls", Ok("a"))), "");
 }
 
+/// Issue 37 point 4: the state dir deleted while the transcript, the record that tells it, is
+/// padded past what was read, linked to `/dev/null` or replaced by a FIFO: still told. Harmless
+/// twins: a new session with a large transcript holding only the call being judged, one whose
+/// transcript is not written yet, and (every other test here) one whose payload names
+/// `/dev/null` itself, are told nothing.
+#[test]
+fn a_state_dir_deleted_is_told_whatever_became_of_the_transcript() {
+    let result =
+        r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"x"}]}}"#;
+    let pad = " ".repeat(6 << 20);
+    type Doctor = fn(&Path, &str, &str);
+    let routes: [(&str, Doctor, &str); 4] = [
+        (
+            "padded before its calls",
+            |t, r, pad| std::fs::write(t, format!("{pad}\n{r}\n{r}\n{r}\n")).unwrap(),
+            "transcript shows 3 finished tool calls",
+        ),
+        (
+            "padded after its calls",
+            |t, r, pad| std::fs::write(t, format!("{r}\n{r}\n{pad}{pad}\n{r}\n")).unwrap(),
+            "transcript shows 3 finished tool calls",
+        ),
+        (
+            "linked to /dev/null",
+            |t, _, _| {
+                let _ = std::fs::remove_file(t);
+                std::os::unix::fs::symlink("/dev/null", t).unwrap();
+            },
+            "transcript.jsonl is a device",
+        ),
+        (
+            "replaced by a FIFO",
+            |t, _, _| {
+                std::fs::remove_file(t).unwrap();
+                mkfifo(t);
+            },
+            "transcript.jsonl is a FIFO",
+        ),
+    ];
+    for (how, doctor, told) in routes {
+        let mut env = Env::new();
+        let transcript = env.project.join("transcript.jsonl");
+        std::fs::write(&transcript, format!("{result}\n")).unwrap();
+        env.transcript = transcript.display().to_string();
+        judged(&env.bash("ls", Ok("a")), how);
+        doctor(&transcript, result, &pad);
+        std::fs::remove_dir_all(&env.state).unwrap();
+        let said: Vec<String> = (0..2).map(|_| notice(&env.bash("ls", Ok("a")))).collect();
+        told_once(&said, told, how);
+    }
+
+    let mut big = Env::new();
+    let transcript = big.project.join("big.jsonl");
+    std::fs::write(&transcript, format!("{pad}\n{pad}\n{result}\n")).unwrap();
+    big.transcript = transcript.display().to_string();
+    assert_eq!(notice(&big.bash("ls", Ok("a"))), "", "a new session");
+    let mut unwritten = Env::new();
+    unwritten.transcript = unwritten.project.join("none.jsonl").display().to_string();
+    assert_eq!(
+        notice(&unwritten.bash("ls", Ok("a"))),
+        "",
+        "no transcript yet"
+    );
+}
+
 /// Issue 30 part 3: the project's outer-loop record (a fresh session per try) deleted, or an
 /// earlier copy put back, is told at the next session's first prompt; written by loopgate, or in
 /// a project that never had one, nothing is said.
