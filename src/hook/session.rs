@@ -104,9 +104,14 @@ pub(super) fn open(
             &Store::stem(session_id),
         ));
     }
+    // Another session's state in its place is told as such by `state_of`, not as a put-back.
+    let ours = loaded
+        .as_ref()
+        .is_some_and(|s| s.session == clip(session_id, 128));
     let mut state = state_of(loaded, quarantined.is_none() && known, call, notices);
     if let Some(l) = lock {
-        notices.extend(put_back(l).or_else(|| restored(&mut state, l)));
+        let put_back = lock.filter(|_| ours).and_then(put_back);
+        notices.extend(put_back.or_else(|| restored(&mut state, l)));
     }
     if lock.is_some() {
         notices.extend(config_loosened(&mut state, cfg, call.cli.observe));
@@ -174,7 +179,10 @@ fn restored(state: &mut SessionState, lock: &SessionLock) -> Option<String> {
 fn put_back(lock: &SessionLock) -> Option<String> {
     let (found, saved) = lock.put_back()?;
     Some(format!(
-        "the session's state file was put back from an earlier copy: it holds loopgate's update          {found} of this session, and loopgate had saved update {saved}. The loop counts of the          calls in between are lost. If that was not you, something in the session is undoing          loopgate's record (`loopgate status` shows the session)"
+        "the session's state file was put back from an earlier copy: it holds loopgate's update \
+         {found} of this session, and loopgate had saved update {saved}. The loop counts of the \
+         calls in between are lost. If that was not you, something in the session is undoing \
+         loopgate's record (`loopgate status` shows the session)"
     ))
 }
 

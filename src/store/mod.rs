@@ -52,10 +52,9 @@ pub struct SessionLock {
     /// file then means it vanished.
     known: bool,
     /// The lock file's length, which is its mark ([`Mark`]): odd once a state was saved, bit 1
-    /// set while a journal waits to be merged ([`crate::store::journal`]), and above those the
-    /// generation of the state last saved. Read by the `stat` the lock takes anyway, so the
-    /// common case pays nothing to learn there is no journal or that no earlier copy of the
-    /// state was put back.
+    /// set while a journal waits to be merged ([`crate::store::journal`]), 8 added once the
+    /// file holds the generation of the state last saved. Read by the `stat` the lock takes
+    /// anyway, so the common case pays nothing to learn there is no journal.
     mark: Cell<u64>,
     /// The generation read from the state file is older than the one the lock recorded: an
     /// earlier copy of the state was put back (found, recorded).
@@ -112,7 +111,7 @@ impl SessionLock {
 
     /// Sets or clears the journal mark (the state is saved: the session is known either way).
     pub fn mark_journal_pending(&self, pending: bool) {
-        let len = Mark(self.mark.get()).with(true, pending).0;
+        let len = self.mark.get() & !3 | 1 | u64::from(pending) << 1;
         if self.file.set_len(len).is_ok() {
             self.mark.set(len);
         }
@@ -143,7 +142,7 @@ impl Busy {
     pub fn mark_journal(&self) {
         let mark = Mark(self.file.metadata().map_or(self.mark, |m| m.len()));
         if !mark.journal() {
-            let _ = self.file.set_len(mark.with(mark.known(), true).0);
+            let _ = self.file.set_len(mark.0 | 2);
         }
     }
 }
@@ -402,8 +401,12 @@ impl Store {
             match read_slots(&file, meta.len()) {
                 Ok((slot, generation, state)) => {
                     lock.slot.set(Some((slot, generation)));
-                    let saved = Mark(lock.mark.get()).generation();
-                    if generation < saved {
+                    if let Some(saved) = Mark(lock.mark.get())
+                        .holds_generation()
+                        .then(|| saved_generation(&lock.file))
+                        .flatten()
+                        .filter(|&saved| generation < saved)
+                    {
                         lock.put_back.set(Some((generation, saved)));
                     }
                     let ms = platform::change_ns(&meta).div_euclid(1_000_000);
@@ -486,14 +489,20 @@ impl Store {
         platform::write_all_at(file, &bytes, slot * SLOT)
             .with_context(|| format!("cannot write {}", lock.state_path.display()))?;
         lock.slot.set(Some((slot, generation)));
-        // Mark the session as having a state, so a state file that vanishes is noticed, and
-        // record the generation saved, so an earlier copy put back is. After the write: a writer
-        // killed mid-write leaves the older slot to be read, and the older generation recorded.
-        // Read afresh: a call that found the lock busy may have marked a journal since.
-        let mark = Mark(lock.file.metadata().map_or(lock.mark.get(), |m| m.len()));
-        let next = mark.with(true, mark.journal()).at(generation);
-        if next != mark && lock.file.set_len(next.0).is_ok() {
-            lock.mark.set(next.0);
+        // Record the generation saved, out of a copy of the state file's reach, so an earlier
+        // copy put back is noticed. After the write: a writer killed mid-write leaves the older
+        // slot to be read, and the older generation recorded. Written in place, never by
+        // length, so a busy call's journal mark (the length) is never written over.
+        let recorded = platform::write_all_at(&lock.file, &generation.to_le_bytes(), 0).is_ok();
+        let mark = Mark(lock.mark.get());
+        if !mark.known() || (recorded && !mark.holds_generation()) {
+            // The first save: mark the session as having a state, so a state file that
+            // vanishes is noticed. Read afresh: a busy call may have marked a journal since.
+            let fresh = Mark(lock.file.metadata().map_or(mark.0, |m| m.len()));
+            let next = Mark((u64::from(recorded) * GENERATION_HELD) | (fresh.0 & 2) | 1);
+            if lock.file.set_len(next.0).is_ok() {
+                lock.mark.set(next.0);
+            }
         }
         Ok(())
     }
@@ -540,16 +549,15 @@ impl Store {
 /// A generation past this is not one a session reached by saving (see [`Store::save`]).
 const RESTART_GENERATION: u64 = 1 << 62;
 
-/// The lock file's length as its mark: bit 0, a state was saved; bit 1, a journal waits; the
-/// bits above, the generation of the state last saved. A length costs no read (the lock's `stat`
-/// has it) and no block on disk (the file stays empty; sparse where it grows). Generations past
-/// [`MAX_MARKED_GENERATION`] are not recorded (0: nothing to compare), so the length stays far
-/// below any file system's limit.
+/// The lock file's length as its mark: bit 0, a state was saved; bit 1, a journal waits;
+/// [`GENERATION_HELD`] added, the file's first 8 bytes hold the generation of the state last
+/// saved (little-endian). The bits are read by the `stat` every call takes of its lock; the
+/// generation is read only when a state is loaded, by one `pread` on the lock already open.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Mark(u64);
 
-/// A million saves a day for three thousand years.
-const MAX_MARKED_GENERATION: u64 = 1 << 40;
+/// The length a lock file holding a generation has at least (its low bits stay the mark's).
+const GENERATION_HELD: u64 = 8;
 
 impl Mark {
     fn known(self) -> bool {
@@ -560,22 +568,16 @@ impl Mark {
         self.0 & 2 == 2
     }
 
-    fn generation(self) -> u64 {
-        self.0 >> 2
+    fn holds_generation(self) -> bool {
+        self.0 >= GENERATION_HELD
     }
+}
 
-    fn with(self, known: bool, journal: bool) -> Mark {
-        Mark(self.0 & !3 | u64::from(known) | u64::from(journal) << 1)
-    }
-
-    fn at(self, generation: u64) -> Mark {
-        let g = if generation < MAX_MARKED_GENERATION {
-            generation
-        } else {
-            0
-        };
-        Mark(g << 2 | self.0 & 3)
-    }
+/// The generation of the state last saved, as the lock file records it.
+fn saved_generation(lock: &File) -> Option<u64> {
+    let mut b = [0u8; 8];
+    platform::read_exact_at(lock, &mut b, 0).ok()?;
+    Some(u64::from_le_bytes(b))
 }
 
 /// The valid slot with the highest generation: (slot, generation, state), or why none is valid.
@@ -1038,12 +1040,21 @@ mod tests {
         store.save(&l, &mut st.unwrap()).unwrap();
         assert!(l.journal_pending(), "a save keeps the journal's mark");
         l.mark_journal_pending(false);
+        // A busy call marks a journal while this holder saves: the save keeps the mark.
+        let (st, _) = store.load(&l).unwrap();
+        let lock_path = store.path(&Store::stem("s"), "lock");
+        let busy = fs::OpenOptions::new().write(true).open(&lock_path).unwrap();
+        busy.set_len(fs::metadata(&lock_path).unwrap().len() | 2)
+            .unwrap();
+        store.save(&l, &mut st.unwrap()).unwrap();
         drop(l);
+        assert!(lock(&store).journal_pending(), "the busy call's mark");
+        lock(&store).mark_journal_pending(false);
         fs::write(&path, &copy).unwrap();
         let l = lock(&store);
         let (st, _) = store.load(&l).unwrap();
         assert_eq!(st.map(|s| s.totals.calls), Some(1));
-        assert_eq!(l.put_back(), Some((1, 5)));
+        assert_eq!(l.put_back(), Some((1, 6)));
         assert!(l.session_known() && !l.journal_pending());
         drop(l);
         saved(&store, 2);
