@@ -115,9 +115,16 @@ pub(super) fn open(
         tell(&mut tells, "reset", "state_lost", &lost);
         notices.extend(lost);
     }
+    // Another session's state in its place is told as such by `state_of`, not as a put-back.
+    let ours = loaded
+        .as_ref()
+        .is_some_and(|s| s.session == clip(session_id, 128));
     let mut state = state_of(loaded, quarantined.is_none() && known, call, notices);
     if let Some(l) = lock {
-        let put_back = restored(&mut state, l);
+        let put_back = lock
+            .filter(|_| ours)
+            .and_then(put_back)
+            .or_else(|| restored(&mut state, l));
         tell(&mut tells, "reset", "state_restored", &put_back);
         notices.extend(put_back);
     }
@@ -182,6 +189,20 @@ fn restored(state: &mut SessionState, lock: &SessionLock) -> Option<String> {
             None
         }
     }
+}
+
+/// An earlier copy of the state file put back, however soon after it was taken: the lock file
+/// keeps the generation loopgate last saved, out of a copy of the state file's reach. What the
+/// copy hides is gone with the file it overwrote (the person is told; this call's save records
+/// the generation again, so once).
+fn put_back(lock: &SessionLock) -> Option<String> {
+    let (found, saved) = lock.put_back()?;
+    Some(format!(
+        "the session's state file was put back from an earlier copy: it holds loopgate's update \
+         {found} of this session, and loopgate had saved update {saved}. The loop counts of the \
+         calls in between are lost. If that was not you, something in the session is undoing \
+         loopgate's record (`loopgate status` shows the session)"
+    ))
 }
 
 /// The saved state, or a fresh one when there is none, when it belongs to another session, or

@@ -52,10 +52,14 @@ pub struct SessionLock {
     /// A state was saved for this session before (the lock file carries a mark): a missing state
     /// file then means it vanished.
     known: bool,
-    /// The lock file's length, which is its mark: odd once a state was saved, 2 or more while a
-    /// journal waits to be merged ([`crate::store::journal`]). Read by the `stat` the lock takes anyway,
-    /// so the common case pays nothing to learn there is no journal.
+    /// The lock file's length, which is its mark ([`Mark`]): odd once a state was saved, bit 1
+    /// set while a journal waits to be merged ([`crate::store::journal`]), 8 added once the
+    /// file holds the generation of the state last saved. Read by the `stat` the lock takes
+    /// anyway, so the common case pays nothing to learn there is no journal.
     mark: Cell<u64>,
+    /// The generation read from the state file is older than the one the lock recorded: an
+    /// earlier copy of the state was put back (found, recorded).
+    put_back: Cell<Option<(u64, u64)>>,
     /// The lock file was not a regular file of ours and was moved aside.
     pub healed: Option<Quarantined>,
     /// The open state file and the slot and generation it was read from.
@@ -91,7 +95,14 @@ impl SessionLock {
 
     /// Calls judged while the lock was held elsewhere wait in the journal to be merged.
     pub fn journal_pending(&self) -> bool {
-        self.mark.get() >= 2
+        Mark(self.mark.get()).journal()
+    }
+
+    /// The state read is older than the one loopgate last saved for this session: (the
+    /// generation found, the generation saved). A copy of the state file put back cannot hide
+    /// it, however soon after the copy, since the generation saved is kept in the lock file.
+    pub fn put_back(&self) -> Option<(u64, u64)> {
+        self.put_back.get()
     }
 
     /// The journal beside this session's state.
@@ -101,7 +112,7 @@ impl SessionLock {
 
     /// Sets or clears the journal mark (the state is saved: the session is known either way).
     pub fn mark_journal_pending(&self, pending: bool) {
-        let len = if pending { 3 } else { 1 };
+        let len = self.mark.get() & !3 | 1 | u64::from(pending) << 1;
         if self.file.set_len(len).is_ok() {
             self.mark.set(len);
         }
@@ -130,9 +141,9 @@ impl Busy {
     /// [`BUSY_WAIT`]. The mark is the file's length: no lock is needed to set it. Read afresh: a
     /// holder may have cleared it since this call found the lock busy.
     pub fn mark_journal(&self) {
-        let mark = self.file.metadata().map_or(self.mark, |m| m.len());
-        if mark < 2 {
-            let _ = self.file.set_len(mark + 2);
+        let mark = Mark(self.file.metadata().map_or(self.mark, |m| m.len()));
+        if !mark.journal() {
+            let _ = self.file.set_len(mark.0 | 2);
         }
     }
 }
@@ -301,7 +312,7 @@ impl Store {
                     let meta = file.metadata().with_context(|| {
                         format!("cannot stat lock file {}", lock_path.display())
                     })?;
-                    let wait = if meta.len() >= 2 {
+                    let wait = if Mark(meta.len()).journal() {
                         timeout.min(BUSY_WAIT)
                     } else {
                         timeout
@@ -350,8 +361,9 @@ impl Store {
             return Ok(Held::Locked(SessionLock {
                 file,
                 state_path: self.path(stem, EXT),
-                known: !meta.len().is_multiple_of(2),
+                known: Mark(meta.len()).known(),
                 mark: Cell::new(meta.len()),
+                put_back: Cell::new(None),
                 healed,
                 state: RefCell::new(None),
                 slot: Cell::new(None),
@@ -390,6 +402,14 @@ impl Store {
             match read_slots(&file, meta.len()) {
                 Ok((slot, generation, state)) => {
                     lock.slot.set(Some((slot, generation)));
+                    if let Some(saved) = Mark(lock.mark.get())
+                        .holds_generation()
+                        .then(|| saved_generation(&lock.file))
+                        .flatten()
+                        .filter(|&saved| generation < saved)
+                    {
+                        lock.put_back.set(Some((generation, saved)));
+                    }
                     let ms = platform::change_ns(&meta).div_euclid(1_000_000);
                     lock.changed_ms.set(i64::try_from(ms).ok());
                     *lock.state.borrow_mut() = Some(file);
@@ -470,11 +490,19 @@ impl Store {
         platform::write_all_at(file, &bytes, slot * SLOT)
             .with_context(|| format!("cannot write {}", lock.state_path.display()))?;
         lock.slot.set(Some((slot, generation)));
-        let mark = lock.mark.get();
-        if mark.is_multiple_of(2) {
-            // Mark the session as having a state, so a state file that vanishes is noticed.
-            if lock.file.set_len(mark + 1).is_ok() {
-                lock.mark.set(mark + 1);
+        // Record the generation saved, out of a copy of the state file's reach, so an earlier
+        // copy put back is noticed. After the write: a writer killed mid-write leaves the older
+        // slot to be read, and the older generation recorded. Written in place, never by
+        // length, so a busy call's journal mark (the length) is never written over.
+        let recorded = platform::write_all_at(&lock.file, &generation.to_le_bytes(), 0).is_ok();
+        let mark = Mark(lock.mark.get());
+        if !mark.known() || (recorded && !mark.holds_generation()) {
+            // The first save: mark the session as having a state, so a state file that
+            // vanishes is noticed. Read afresh: a busy call may have marked a journal since.
+            let fresh = Mark(lock.file.metadata().map_or(mark.0, |m| m.len()));
+            let next = Mark((u64::from(recorded) * GENERATION_HELD) | (fresh.0 & 2) | 1);
+            if lock.file.set_len(next.0).is_ok() {
+                lock.mark.set(next.0);
             }
         }
         Ok(())
@@ -521,6 +549,37 @@ impl Store {
 
 /// A generation past this is not one a session reached by saving (see [`Store::save`]).
 const RESTART_GENERATION: u64 = 1 << 62;
+
+/// The lock file's length as its mark: bit 0, a state was saved; bit 1, a journal waits;
+/// [`GENERATION_HELD`] added, the file's first 8 bytes hold the generation of the state last
+/// saved (little-endian). The bits are read by the `stat` every call takes of its lock; the
+/// generation is read only when a state is loaded, by one `pread` on the lock already open.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Mark(u64);
+
+/// The length a lock file holding a generation has at least (its low bits stay the mark's).
+const GENERATION_HELD: u64 = 8;
+
+impl Mark {
+    fn known(self) -> bool {
+        self.0 & 1 == 1
+    }
+
+    fn journal(self) -> bool {
+        self.0 & 2 == 2
+    }
+
+    fn holds_generation(self) -> bool {
+        self.0 >= GENERATION_HELD
+    }
+}
+
+/// The generation of the state last saved, as the lock file records it.
+fn saved_generation(lock: &File) -> Option<u64> {
+    let mut b = [0u8; 8];
+    platform::read_exact_at(lock, &mut b, 0).ok()?;
+    Some(u64::from_le_bytes(b))
+}
 
 /// The valid slot with the highest generation: (slot, generation, state), or why none is valid.
 ///
@@ -957,6 +1016,53 @@ mod tests {
             assert!(Store::open(Path::new("/")).is_err());
             assert!(Store::open_healing(Path::new("/")).is_err());
         }
+    }
+
+    /// The lock file's length records the generation saved: an earlier copy of the state put
+    /// back is found on load, and a journal's mark survives the saves that record it.
+    #[test]
+    fn an_earlier_copy_put_back_is_found_by_the_generation_the_lock_keeps() {
+        let (_d, store) = store();
+        saved(&store, 1);
+        let path = lock(&store).state_path.clone();
+        let copy = fs::read(&path).unwrap();
+        let put_back = |store: &Store| {
+            let l = lock(store);
+            store.load(&l).unwrap();
+            l.put_back()
+        };
+        for n in 2..=4 {
+            saved(&store, n);
+            assert_eq!(put_back(&store), None, "our own saves");
+        }
+        let l = lock(&store);
+        l.mark_journal_pending(true);
+        let (st, _) = store.load(&l).unwrap();
+        store.save(&l, &mut st.unwrap()).unwrap();
+        assert!(l.journal_pending(), "a save keeps the journal's mark");
+        l.mark_journal_pending(false);
+        // A busy call marks a journal while this holder saves: the save keeps the mark.
+        let (st, _) = store.load(&l).unwrap();
+        let lock_path = store.path(&Store::stem("s"), "lock");
+        let busy = fs::OpenOptions::new().write(true).open(&lock_path).unwrap();
+        busy.set_len(fs::metadata(&lock_path).unwrap().len() | 2)
+            .unwrap();
+        store.save(&l, &mut st.unwrap()).unwrap();
+        drop(l);
+        assert!(lock(&store).journal_pending(), "the busy call's mark");
+        lock(&store).mark_journal_pending(false);
+        fs::write(&path, &copy).unwrap();
+        let l = lock(&store);
+        let (st, _) = store.load(&l).unwrap();
+        assert_eq!(st.map(|s| s.totals.calls), Some(1));
+        assert_eq!(l.put_back(), Some((1, 6)));
+        assert!(l.session_known() && !l.journal_pending());
+        drop(l);
+        saved(&store, 2);
+        assert!(
+            lock(&store).put_back().is_none(),
+            "told once: the save records again"
+        );
     }
 
     #[test]
