@@ -131,6 +131,8 @@ fn restore_after_uninstall_puts_back_the_hooks_and_the_slash_command() {
         "{}",
         doctor.stdout
     );
+    // The uninstall made the state dir (no hook had run yet) owner-only, as a hook makes it.
+    assert!(!doctor.stdout.contains("✗ state dir"), "{}", doctor.stdout);
     // And the restored install uninstalls cleanly again.
     let out = env.run(&["setup", "--uninstall"], b"");
     assert_eq!(out.code, 0, "{}", out.stderr);

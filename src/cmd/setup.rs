@@ -4,6 +4,7 @@
 
 use crate::protocol::dialect::Agent;
 use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 
 pub struct Options<'a> {
@@ -190,10 +191,18 @@ fn leave_nothing(
     crate::setup::leftovers::clear(settings);
     match (wired_before, &o.state_dir) {
         (Some(text), Some(dir)) => {
+            // The exact command: a restore without `--agent` puts back Claude Code's file only.
+            let agent = match o.agent {
+                Agent::Claude => String::new(),
+                other => other
+                    .to_possible_value()
+                    .map(|v| format!(" --agent {}", v.get_name()))
+                    .unwrap_or_default(),
+            };
             match crate::setup::leftovers::save_for_restore(dir, settings, &text) {
                 Ok(kept) => format!(
-                    "; `loopgate setup --restore` puts them back (from {}, in loopgate's state \
-                     dir, which stays)",
+                    "; `loopgate setup --restore{agent}` puts them back (from {}, in loopgate's \
+                     state dir, which stays)",
                     kept.display()
                 ),
                 Err(e) => format!("; {e:#}, so `--restore` cannot put them back"),

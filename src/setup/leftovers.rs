@@ -126,6 +126,11 @@ fn saved_path(state_dir: &Path, path: &Path) -> PathBuf {
 /// Keeps `text`, what `path` held before an uninstall, for `setup --restore`.
 pub fn save_for_restore(state_dir: &Path, path: &Path, text: &str) -> Result<PathBuf> {
     let saved = saved_path(state_dir, path);
+    // The state dir may not exist yet (an uninstall before any hook ran): made owner-only, as
+    // every hook makes it, or `doctor` would then find it open to others.
+    if let Some(dir) = saved.parent() {
+        crate::store::create_private_dir(dir)?;
+    }
     super::write_atomic(&saved, text.as_bytes(), None)
         .with_context(|| format!("cannot keep a copy in {}", saved.display()))?;
     Ok(saved)
