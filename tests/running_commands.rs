@@ -384,6 +384,14 @@ fn a_failure_retried_across_subagents_is_counted_across_them() {
         matches!(refused_at, Some(("a2", _))),
         "the same failure retried by one subagent after another was refused at {refused_at:?}"
     );
+    // The main agent keeps its own count: checking what the subagents reported, and retrying
+    // it once, is not their loop.
+    for attempt in 0..2 {
+        assert!(
+            !s.subagent_fails(None, push, error),
+            "main agent's try {attempt} refused"
+        );
+    }
 
     let mut s = Session::new("claude");
     for (n, agent) in ["a1", "a2", "a3", "a4", "a5", "a6"].into_iter().enumerate() {

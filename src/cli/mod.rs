@@ -386,7 +386,8 @@ impl Command {
         match self {
             Command::Gc { dry_run, .. } => !dry_run,
             Command::Setup { show_bin, .. } => !show_bin,
-            Command::Reset { .. } => true,
+            // Continuing a halted session is the person's, as a reset is.
+            Command::Reset { .. } | Command::Continue { .. } => true,
             c => c.hook_event().is_some(),
         }
     }

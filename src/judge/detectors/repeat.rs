@@ -138,8 +138,10 @@ pub fn chain<'a>(
     Some(c)
 }
 
-/// A call's identical failures by the session's other agents since the work last changed: the
-/// same command retried by one subagent after another, or by several at once, is one loop.
+/// A call's identical failures by the session's other subagents since the work last changed:
+/// the same command retried by one subagent after another, or by several at once, is one loop.
+/// The main agent is left out both ways: a subagent's loop must not trip it (it often checks
+/// what a subagent reported), and its own retries are its own to count.
 #[derive(Debug, Clone)]
 pub struct Elsewhere {
     /// The latest of them, whose answer the others match.
@@ -157,12 +159,13 @@ impl Elsewhere {
         key: &Digest16,
         epoch: u32,
     ) -> Option<Elsewhere> {
-        if agents.len() < 2 {
+        let main = crate::protocol::payload::MAIN_AGENT;
+        if agents.len() < 2 || me == main {
             return None;
         }
         let mut runs: Vec<(&Entry, u32)> = Vec::new();
         for (id, agent) in agents {
-            if id == me {
+            if id == me || id == main {
                 continue;
             }
             let mut mine = agent.ledger.answers().filter(|e| e.key == *key);
@@ -219,7 +222,7 @@ fn across_agents(v: &View, call: &Call, own: Option<&Chain>) -> Option<Verdict> 
         format!(": {}", other.last.preview)
     };
     let n = other.agents;
-    let by = format!("by you and {n} other agent{} of this session", plural(n));
+    let by = format!("by you and {n} other subagent{} of this session", plural(n));
     let reason = format!(
         "LOOP_DETECTED (loopgate): {what} has failed {total} times {by} with the same answer \
          ({class} error{error}), and nothing has changed since. Running it again will fail the \
