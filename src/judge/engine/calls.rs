@@ -116,7 +116,16 @@ fn before_call(
     // A Code Mode script's call: the proxy level judges it (the window and the repeat rule).
     let scripted = p.tool_use_id.as_deref().is_some_and(script::is_script_call);
     let news_ms = state.heed.news_of(&p.agent_key());
-    let elsewhere = repeat::Elsewhere::of(&state.agents, &p.agent_key(), &key, state.world.epoch);
+    // Other subagents' failures matter only to a call this agent has itself seen fail: the
+    // other ledgers are read for that call alone.
+    let failed_here = state.agents.get(&p.agent_key()).is_some_and(|a| {
+        a.ledger
+            .last_answer_of(&key)
+            .is_some_and(|e| e.status.failed())
+    });
+    let elsewhere = failed_here
+        .then(|| repeat::Elsewhere::of(&state.agents, &p.agent_key(), &key, state.world.epoch))
+        .flatten();
     let agent = state.agents.entry(p.agent_key()).or_default();
     agent.last_seen_ms = agent.last_seen_ms.max(now);
     let waits_itself =
@@ -398,11 +407,7 @@ fn record_answer(
         shape: result.shape,
         rich: result.rich,
         error_class: result.error_class.filter(|_| failed),
-        preview: if failed {
-            crate::protocol::payload::clip(&redact::mask(&result.preview), 100)
-        } else {
-            String::new()
-        },
+        preview: stored_preview(result, failed),
         epoch,
         epoch_after: world_epoch,
         novel,
@@ -442,11 +447,7 @@ fn settle_polled(state: &mut SessionState, f: &Finished, failed: bool, output: &
         outcome::of_command_success("Bash", Some(&stdout), &[], &[])
     };
     let error_class = result.error_class.filter(|_| failed);
-    let preview = if failed {
-        crate::protocol::payload::clip(&redact::mask(&result.preview), 100).to_string()
-    } else {
-        String::new()
-    };
+    let preview = stored_preview(result, failed);
     let ledger = &mut state
         .agents
         .entry(crate::protocol::payload::stored_id(f.agent))
@@ -467,6 +468,16 @@ fn settle_polled(state: &mut SessionState, f: &Finished, failed: bool, output: &
         e.preview = preview;
         e.end_ms = now;
         ledger.push(e);
+    }
+}
+
+/// What the ledger keeps of a failure's text for the messages that quote it: its start,
+/// secret-masked; nothing for a success.
+fn stored_preview(result: &outcome::Outcome, failed: bool) -> String {
+    if failed {
+        crate::protocol::payload::clip(&redact::mask(&result.preview), 100)
+    } else {
+        String::new()
     }
 }
 
