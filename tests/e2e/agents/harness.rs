@@ -264,10 +264,21 @@ impl Scenario {
     /// Adds another hook on `event` beside loopgate's (Claude's shape: Codex), running
     /// `command`; Codex then runs with its hook-trust bypass, the added hook being untrusted.
     pub fn add_other_hook(&mut self, event: &str, command: &str) {
+        self.add_hook_at(event, command, usize::MAX);
+    }
+
+    /// Like [`Scenario::add_other_hook`], but ahead of loopgate's in the file.
+    pub fn add_other_hook_first(&mut self, event: &str, command: &str) {
+        self.add_hook_at(event, command, 0);
+    }
+
+    fn add_hook_at(&mut self, event: &str, command: &str, at: usize) {
         let mut v = read_json(&self.hook_file());
-        let group = json!({"hooks": [{"type": "command", "command": command, "timeout": 10}]});
+        // Gemini counts a hook's timeout in milliseconds, the others in seconds.
+        let timeout = if self.cli == Cli::Gemini { 10_000 } else { 10 };
+        let group = json!({"hooks": [{"type": "command", "command": command, "timeout": timeout}]});
         match v["hooks"][event].as_array_mut() {
-            Some(groups) => groups.push(group),
+            Some(groups) => groups.insert(at.min(groups.len()), group),
             None => v["hooks"][event] = json!([group]),
         }
         write_json(&self.hook_file(), &v);
