@@ -265,6 +265,17 @@ impl Scenario {
         self.write_settings(&settings);
     }
 
+    /// Like [`Scenario::add_other_hook`], but ahead of loopgate's in the settings.
+    pub fn add_other_hook_first(&self, event: &str, command: &str) {
+        let mut settings = self.read_settings();
+        let group = json!({"hooks": [{"type": "command", "command": command}]});
+        match settings["hooks"][event].as_array_mut() {
+            Some(groups) => groups.insert(0, group),
+            None => settings["hooks"][event] = json!([group]),
+        }
+        self.write_settings(&settings);
+    }
+
     fn settings_path(&self) -> PathBuf {
         self.home.join(".claude").join("settings.json")
     }
