@@ -278,6 +278,12 @@ fn a_project_status_line_in_place_of_loopgates_is_undone_told_and_the_person_may
         said.stdout
     );
     assert_eq!(read(&local)["statusLine"], hides["statusLine"]);
+    let notified = received(&got);
+    assert_eq!(
+        of_kind(&notified, "switched_off", "allowed").len(),
+        1,
+        "the change kept goes out too: {notified:#?}"
+    );
     assert!(!config_change(&env, &local).stdout.contains("\"block\""));
 }
 
