@@ -145,7 +145,7 @@ fn continue_from_outside_for_the_other_clis_and_the_agent_cannot_run_it() {
 
 /// A receiver on 127.0.0.1 that records each request's body; `answer` false: it accepts and
 /// never answers (a receiver that hangs).
-fn receiver(answer: bool) -> (String, std::sync::mpsc::Receiver<String>) {
+pub(crate) fn receiver(answer: bool) -> (String, std::sync::mpsc::Receiver<String>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/hook", l.local_addr().unwrap());
     let (tx, rx) = std::sync::mpsc::channel();

@@ -74,7 +74,7 @@ pub(super) fn answer(
     // After the lock is released: a slow receiver holds no other call of the session.
     if cfg.notify.wanted() {
         let dir = store.as_ref().map(|s| s.dir());
-        problems.extend(notices_out(call, cfg, dir, halt.as_ref(), &tells));
+        problems.extend(notices_out(call, cfg, dir, halt.as_ref(), &tells, verdicts));
     }
     if let Some(s) = store.as_ref().filter(|_| first_call) {
         crate::store::gc::maybe_sweep(s.dir(), &cfg.housekeeping);
@@ -152,6 +152,7 @@ fn notices_out(
     dir: Option<&std::path::Path>,
     halt: Option<&crate::judge::halt::Halt>,
     tells: &[super::session::Tell],
+    verdicts: &[Verdict],
 ) -> Vec<String> {
     let project = call
         .project_dir
@@ -173,6 +174,34 @@ fn notices_out(
     let mut notices: Vec<super::notify::Notice> = Vec::new();
     if let Some(h) = halt {
         notices.push(base("halt", &h.code, &h.reason, h.evidence_value()));
+    }
+    // An agent's attempt to switch loopgate off, refused by the guard, is a weakening the person
+    // hears of at once: the next attempt may take a route the guard does not parse.
+    let enforced = cfg.mode == Mode::Enforce;
+    for v in verdicts
+        .iter()
+        .filter(|v| v.detector == crate::judge::detectors::guard::NAME)
+        .filter(|v| v.action >= crate::protocol::verdict::Action::Deny)
+    {
+        let code = if enforced {
+            "guard_refused"
+        } else {
+            "guard_would_refuse"
+        };
+        let mut n = base(
+            "weakened",
+            code,
+            &v.reason,
+            serde_json::Value::Object(v.evidence.clone()),
+        );
+        n.resume = if enforced {
+            "nothing to resume: the attempt was refused; `loopgate report` lists the session's \
+             refusals"
+        } else {
+            "observe mode let it through; `loopgate report` lists what it would have refused"
+        }
+        .into();
+        notices.push(n);
     }
     for t in tells {
         let mut n = base(t.kind, t.code, &t.text, serde_json::Value::Null);

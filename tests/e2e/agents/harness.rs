@@ -78,7 +78,9 @@ impl Scenario {
             name: format!("agents-{}-{name}", cli.name()),
             home: sub("home"),
             project: sub("proj"),
-            state_dir: sub("state"),
+            // Where the hooks keep it: their default under this HOME (a hook never takes
+            // `LOOPGATE_STATE_DIR` from its environment, which a settings file can set).
+            state_dir: root.path().join("home/.local/state/loopgate"),
             scratch: sub("scratch"),
             bin,
             env: Vec::new(),
@@ -453,7 +455,6 @@ impl Scenario {
             ("TMPDIR".into(), s(&self.scratch)),
             ("LANG".into(), "C.UTF-8".into()),
             ("NO_COLOR".into(), "1".into()),
-            ("LOOPGATE_STATE_DIR".into(), s(&self.state_dir)),
         ];
         let base = format!("http://127.0.0.1:{port}");
         match self.cli {
