@@ -466,6 +466,8 @@ impl Env {
 const AGENT_FILES: &[&str] = &[
     ".codex/hooks.json",
     ".codex/config.toml",
+    ".config/opencode/plugins/loopgate.js",
+    ".config/kilo/plugins/loopgate.js",
     ".gemini/settings.json",
     ".qwen/settings.json",
     ".copilot/hooks",
@@ -501,6 +503,20 @@ pub(super) fn name_rule(path: &Path) -> Option<Kind> {
                     .and_then(Path::parent)
                     .and_then(Path::file_name)
                     .is_some_and(|g| g == ".github" || g == ".copilot")
+        }
+        // OpenCode's and Kilo CLI's plugin folders: loopgate's plugin is their hook path.
+        "plugins" => {
+            name == "loopgate.js"
+                && path
+                    .parent()
+                    .and_then(Path::parent)
+                    .and_then(Path::file_name)
+                    .is_some_and(|g| {
+                        matches!(
+                            g.to_str(),
+                            Some("opencode" | "kilo" | ".opencode" | ".kilo")
+                        )
+                    })
         }
         _ => false,
     };
