@@ -55,6 +55,7 @@ fn hosts(env: &Env) {
     write(&env.project.join("evil/config.toml"), "\n");
     write(&env.project.join("plug/plugins/loopgate.js"), "export {}\n");
     write(&env.project.join("src/main.rs"), "fn main() {}\n");
+    write(&env.project.join("dot/.codex/hooks.json"), "{}\n");
 }
 
 #[test]
@@ -75,6 +76,11 @@ fn a_write_reaching_a_hosts_loopgate_files_is_refused_by_where_it_lands() {
         "mkdir -p t && echo '{}' > t/hooks.json && cp -r t/. ~/.codex/",
         "cp -r plug/. $XDG_CONFIG_HOME/opencode/",
         "cp -r plug/. $XDG_CONFIG_HOME/kilo/",
+        "cp -r dot/. ~/",
+        "rsync -a dot/ $HOME",
+        "tar xf evil.tar -C ~/.codex",
+        "unzip -o evil.zip -d ~/.codex",
+        "cat evil/hooks.json > .codex/hooks.json",
         // One file, by any writer.
         "mv evil/hooks.json ~/.codex/",
         "ln -sf /dev/null ~/.codex/hooks.json",
@@ -118,6 +124,8 @@ fn a_write_reaching_a_hosts_loopgate_files_is_refused_by_where_it_lands() {
         "cp -r plug /tmp/plug-copy-lg",
         "python3 -c \"print(open('src/main.rs').read())\"",
         "diff -r evil ~/.codex",
+        "cp -r dot /tmp/dot-copy-lg",
+        "tar cf /tmp/evil-lg.tar evil",
     ];
     let denied: Vec<String> = harmless
         .iter()
