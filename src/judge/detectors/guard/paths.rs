@@ -466,16 +466,15 @@ impl Env {
 const AGENT_FILES: &[&str] = &[
     ".codex/hooks.json",
     ".codex/config.toml",
-    ".config/opencode/plugins/loopgate.js",
-    ".config/kilo/plugins/loopgate.js",
     ".gemini/settings.json",
     ".qwen/settings.json",
     ".copilot/hooks",
 ];
 
 /// Paths protected wherever they are: any `.claude/loopgate.toml`, any `.claude/settings*.json`, the
-/// managed-settings files, and every agent CLI's hook files in a project (`.codex/hooks.json`,
-/// `.gemini/settings.json`, `.qwen/settings.json`, `.github/hooks/*.json`).
+/// managed-settings files, every agent CLI's hook files in a project (`.codex/hooks.json`,
+/// `.gemini/settings.json`, `.qwen/settings.json`, `.github/hooks/*.json`), and OpenCode's and
+/// Kilo CLI's `plugins/loopgate.js`, the user's or a project's.
 pub(super) fn name_rule(path: &Path) -> Option<Kind> {
     let name = path.file_name()?.to_str()?;
     let parent = path
