@@ -390,7 +390,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
     use cli::Command as C;
     let mut args = args.into_iter();
     let (mut state_dir, mut config, mut observe, mut command) = (None, None, false, None);
-    let (mut agent, mut plugin) = (None, None);
+    let (mut agent, mut plugin, mut sdk) = (None, None, None);
     while let Some(arg) = args.next() {
         if command.is_some() {
             return None;
@@ -412,6 +412,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
             "--state-dir" => state_dir = Some(value()?),
             "--config" => config = Some(value()?),
             "--plugin" => plugin = Some(value()?),
+            "--sdk" => sdk = Some(value()?),
             "--agent" => agent = Some(protocol::dialect::Agent::parse(value()?.to_str()?)?),
             _ if inline.is_some() || command.is_some() => return None,
             "session-start" => command = Some(C::SessionStart),
@@ -435,6 +436,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
         observe,
         agent,
         plugin,
+        sdk,
         command: command?,
     })
 }

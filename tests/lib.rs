@@ -10,6 +10,8 @@ mod fuzz;
 mod guard_table;
 mod halts;
 mod heal;
+#[cfg(unix)]
+mod host_files;
 mod layers;
 #[cfg(unix)]
 mod link_order;

@@ -105,7 +105,8 @@ function runHook(bin, sub, input, env, timeoutMs, signal) {
     let child;
     try {
       // Its own process group (POSIX), so a timeout kills whatever it started too.
-      child = spawn(bin, [sub], {
+      // `--sdk`: this copy names itself, so loopgate checks it at a session's first call.
+      child = spawn(bin, ["--sdk", __filename, sub], {
         env,
         stdio: ["pipe", "pipe", "inherit"],
         windowsHide: true,

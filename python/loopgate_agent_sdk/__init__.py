@@ -48,6 +48,9 @@ DEFAULT_TIMEOUT = 10.0
 
 _EXE = "loopgate.exe" if sys.platform == "win32" else "loopgate"
 
+#: This file, as installed (a venv's site-packages): what loopgate compares with its own copy.
+_SELF = str(Path(__file__).resolve())
+
 
 def _stable_bin() -> Path:
     """Where the npm package's ``loopgate setup`` copies the binary the hooks run."""
@@ -87,8 +90,9 @@ def _run(bin: str, sub: str, payload: bytes, env: Mapping[str, str], timeout: fl
     try:
         # Its own process group, so a timeout kills whatever it started too (a child holding its
         # stdout would otherwise keep the wait going).
+        # ``--sdk``: this copy names itself, so loopgate checks it at a session's first call.
         child = subprocess.Popen(
-            [bin, sub],
+            [bin, "--sdk", _SELF, sub],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,

@@ -62,6 +62,11 @@ pub struct Cli {
     #[arg(long, value_name = "ROOT", hide = true)]
     pub plugin: Option<PathBuf>,
 
+    /// Hooks: run by the Agent SDK helper installed at FILE, which passes it so that its copy
+    /// is checked at a session's first call (`defence::host_files`).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub sdk: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -159,6 +159,7 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
     out.push(state_dir(&inp.state_dir));
     out.extend(hook_environment(inp));
     out.extend(allowed_changes(&inp.state_dir));
+    out.extend(host_files(&inp.state_dir));
     out.push(claude_version(inp));
     out.push(git(inp.project.as_deref()));
     out.push(agent_sdk(&wiring, inp));
@@ -665,6 +666,39 @@ fn allowed_changes(dir: &Result<PathBuf, String>) -> Vec<Check> {
             )
         })
         .collect()
+}
+
+/// Loopgate's files in other hosts (OpenCode's and Kilo's plugin, the Agent SDK helpers'
+/// copies) as recorded when they were installed or first ran (`defence::host_files`): the one
+/// place a plugin rewritten so that OpenCode never calls loopgate is told outside another
+/// CLI's session.
+fn host_files(dir: &Result<PathBuf, String>) -> Option<Check> {
+    let Ok(dir) = dir else { return None };
+    let entries = crate::defence::host_files::entries(dir);
+    if entries.is_empty() {
+        return None;
+    }
+    let problems = crate::defence::host_files::problems(dir);
+    Some(if problems.is_empty() {
+        ok(
+            "host files whole",
+            format!(
+                "{} as installed",
+                entries
+                    .iter()
+                    .map(|e| format!("{} {}", e.what, e.path.display()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    } else {
+        fail(
+            "host files whole",
+            problems.join("; "),
+            "if you did not change them, run `loopgate setup --agent <cli>` again for a plugin, \
+             or reinstall the Agent SDK helper",
+        )
+    })
 }
 
 fn hooks_wired(w: &Wiring) -> Check {

@@ -203,14 +203,7 @@ fn print_summary(reports: &[SessionReport], skipped: usize) {
 /// Sessions, calls and would-be blocks per CLI, in the order of [`Cli`].
 fn by_cli(reports: &[SessionReport]) -> String {
     let mut parts = Vec::new();
-    for cli in [
-        Cli::Claude,
-        Cli::Codex,
-        Cli::Gemini,
-        Cli::Qwen,
-        Cli::Copilot,
-        Cli::OpenCode,
-    ] {
+    for cli in Cli::ALL {
         let mine: Vec<_> = reports.iter().filter(|r| r.cli == cli).collect();
         if mine.is_empty() {
             continue;

@@ -30,6 +30,22 @@ pub struct Options<'a> {
     pub install_dir: Option<&'a Path>,
 }
 
+/// The plugin setup wrote (or removed) in the host-files record, which every session's first
+/// call checks (see `defence::host_files`). Best effort: a record not kept only means a later
+/// change to the plugin goes untold by this route.
+fn record_plugin(o: &Options, plugin: &Path) {
+    let Some(dir) = &o.state_dir else {
+        return;
+    };
+    let plugin = crate::config::paths::lexical(plugin);
+    let _ = if o.uninstall {
+        crate::defence::host_files::forget(dir, &plugin)
+    } else {
+        let what = format!("{}'s loopgate plugin", o.agent.title());
+        crate::defence::host_files::record(dir, &what, &plugin)
+    };
+}
+
 pub fn run(o: &Options) -> Result<()> {
     if let Some(dir) = &o.managed {
         return managed(o, dir);
@@ -72,7 +88,9 @@ pub fn run(o: &Options) -> Result<()> {
             Some(b) => resolve_bin(b)?,
             None => std::env::current_exe().context("cannot find this executable's path")?,
         };
-        crate::setup::plugin::run(o.agent, &settings, &bin, o.observe, o.uninstall)?
+        let outcome = crate::setup::plugin::run(o.agent, &settings, &bin, o.observe, o.uninstall)?;
+        record_plugin(o, &settings);
+        outcome
     } else if let Some(backup) = o.restore {
         crate::setup::agents::Outcome {
             summary: crate::setup::agents::restore(

@@ -9,6 +9,7 @@ mod forgotten;
 mod journaled;
 pub(crate) mod notify;
 mod outer;
+mod recount;
 mod session;
 mod settings;
 
@@ -274,6 +275,18 @@ fn judge(
     let pending = journaled::pending(session, &mut told.notices);
     if let Some(j) = &pending {
         journaled::replay(state, &j.records, &call.payload.session_id, &ctx_at);
+    }
+    if session.put_back {
+        told.notices
+            .push(match recount::recount(call, state, &ctx_at) {
+                Some(n) if n > 0 => format!(
+                "the {n} tool calls the session's transcript shows since the copy's last update \
+                 were judged again: they still count"
+            ),
+                _ => "the loop counts of the calls since the copy's last update are lost: the \
+                  session's transcript shows none"
+                    .to_string(),
+            });
     }
     let (payload, event) = (call.payload, call.event);
     let mut verdicts = match outer::check(call, session, state, attended, &mut told.notices) {

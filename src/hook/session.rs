@@ -21,6 +21,9 @@ pub(super) struct Session {
     pub rewired: Option<String>,
     /// What the defence noticed at this call (switched off, weakened, reset), for the notice.
     pub tells: Vec<Tell>,
+    /// The state read was put back from an earlier copy: the calls since are counted again
+    /// from the transcript ([`super::recount`]).
+    pub put_back: bool,
 }
 
 /// One thing the defence noticed, as the out-of-band notice names it.
@@ -67,6 +70,7 @@ pub(super) fn open(
         unreadable: false,
         rewired: None,
         tells: Vec::new(),
+        put_back: false,
     };
     let lock = session.lock();
     let mut tells = Vec::new();
@@ -94,13 +98,19 @@ pub(super) fn open(
         // What FileChanged noticed since the last call (its own answer is shown nowhere).
         notices.extend(crate::defence::wiring::take_pending(l.state_path()));
     }
-    // A session's first call: did an agent change the CLI's hook files? (never on later calls)
+    // A session's first call: did an agent change the CLI's hook files, or loopgate's files in
+    // any host? (never on later calls)
     let rewired = lock.filter(|l| !l.session_known()).and_then(|_| {
-        crate::defence::wiring_check::session_notice(
+        let wiring = crate::defence::wiring_check::session_notice(
             call.agent,
             call.project_dir,
             call.cli.plugin.as_deref(),
-        )
+        );
+        let hosts = session.store.as_ref().and_then(|s| host_files(s, call));
+        match (wiring, hosts) {
+            (Some(w), Some(h)) => Some(format!("{w}. {h}")),
+            (w, h) => w.or(h),
+        }
     });
     if let Some(q) = &quarantined {
         notices.push(format!(
@@ -121,12 +131,14 @@ pub(super) fn open(
         .as_ref()
         .is_some_and(|s| s.session == clip(session_id, 128));
     let mut state = state_of(loaded, quarantined.is_none() && known, call, notices);
+    let mut was_put_back = false;
     if let Some(l) = lock {
         let put_back = lock
             .filter(|_| ours)
             .and_then(put_back)
             .or_else(|| restored(&mut state, l));
         tell(&mut tells, "reset", "state_restored", &put_back);
+        was_put_back = put_back.is_some();
         notices.extend(put_back);
     }
     if lock.is_some() {
@@ -140,10 +152,38 @@ pub(super) fn open(
         notices.extend(ignored);
     }
     session.unreadable = unreadable;
+    session.put_back = was_put_back;
     tell(&mut tells, "switched_off", "hook_files", &rewired);
     session.rewired = rewired;
     session.tells = tells;
     (session, state)
+}
+
+/// At a session's first call: loopgate's files in other hosts (a plugin, an Agent SDK helper's
+/// copy) changed since they were recorded, and the helper that runs this call, if it names
+/// itself, checked against the copy this binary ships.
+fn host_files(store: &Store, call: &Call) -> Option<String> {
+    let dir = store.dir();
+    let mut problems: Vec<String> = call
+        .cli
+        .sdk
+        .as_deref()
+        .and_then(|f| crate::defence::host_files::sdk_copy(dir, f))
+        .into_iter()
+        .collect();
+    // The helper's own copy is told once, by what it is now.
+    let own = (!problems.is_empty())
+        .then(|| call.cli.sdk.as_deref().map(crate::config::paths::lexical))
+        .flatten();
+    problems.extend(
+        crate::defence::host_files::problems(dir)
+            .into_iter()
+            .filter(|p| {
+                own.as_ref()
+                    .is_none_or(|o| !p.contains(&*o.to_string_lossy()))
+            }),
+    );
+    crate::defence::host_files::notice(&problems)
 }
 
 /// The session's lock, or the busy holder's journal to record in; neither when locking failed.
@@ -203,11 +243,18 @@ fn restored(state: &mut SessionState, lock: &SessionLock) -> Option<String> {
 /// the generation again, so once).
 fn put_back(lock: &SessionLock) -> Option<String> {
     let (found, saved) = lock.put_back()?;
+    let when = if found < saved {
+        format!("it holds loopgate's update {found} of this session, and loopgate had saved update {saved}")
+    } else {
+        format!(
+            "it was written since loopgate's update {saved} of this session by something else \
+             (the lock file's record went back with it)"
+        )
+    };
     Some(format!(
-        "the session's state file was put back from an earlier copy: it holds loopgate's update \
-         {found} of this session, and loopgate had saved update {saved}. The loop counts of the \
-         calls in between are lost. If that was not you, something in the session is undoing \
-         loopgate's record (`loopgate status` shows the session)"
+        "the session's state file was put back from an earlier copy: {when}. If that was not \
+         you, something in the session is undoing loopgate's record (`loopgate status` shows \
+         the session)"
     ))
 }
 

@@ -34,6 +34,16 @@ pub enum Cli {
 }
 
 impl Cli {
+    /// Every CLI, in the order reports list them.
+    pub const ALL: [Cli; 6] = [
+        Cli::Claude,
+        Cli::Codex,
+        Cli::Gemini,
+        Cli::Qwen,
+        Cli::Copilot,
+        Cli::OpenCode,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Cli::Claude => "claude",

@@ -53,8 +53,8 @@ pub struct SessionLock {
     /// file then means it vanished.
     known: bool,
     /// The lock file's length, which is its mark ([`Mark`]): odd once a state was saved, bit 1
-    /// set while a journal waits to be merged ([`crate::store::journal`]), 8 added once the
-    /// file holds the generation of the state last saved. Read by the `stat` the lock takes
+    /// set while a journal waits to be merged ([`crate::store::journal`]), 16 added once the
+    /// file holds the generation of the state last saved and the change time of that save. Read by the `stat` the lock takes
     /// anyway, so the common case pays nothing to learn there is no journal.
     mark: Cell<u64>,
     /// The generation read from the state file is older than the one the lock recorded: an
@@ -402,12 +402,19 @@ impl Store {
             match read_slots(&file, meta.len()) {
                 Ok((slot, generation, state)) => {
                     lock.slot.set(Some((slot, generation)));
-                    if let Some(saved) = Mark(lock.mark.get())
-                        .holds_generation()
-                        .then(|| saved_generation(&lock.file))
-                        .flatten()
-                        .filter(|&saved| generation < saved)
-                    {
+                    let mark = Mark(lock.mark.get());
+                    let (saved, ctime) = if mark.holds_generation() {
+                        saved_record(&lock.file, mark)
+                    } else {
+                        (None, None)
+                    };
+                    // Older than loopgate's last save, or written since by anything else (the
+                    // file's change time, which no tool sets, is not the one loopgate's own
+                    // write left): a copy put back, whether the lock file went back with it or
+                    // not, and however soon.
+                    let written_since =
+                        ctime.is_some_and(|c| c != platform::change_ns(&meta) as i64);
+                    if let Some(saved) = saved.filter(|&s| generation < s || written_since) {
                         lock.put_back.set(Some((generation, saved)));
                     }
                     let ms = platform::change_ns(&meta).div_euclid(1_000_000);
@@ -490,20 +497,34 @@ impl Store {
         platform::write_all_at(file, &bytes, slot * SLOT)
             .with_context(|| format!("cannot write {}", lock.state_path.display()))?;
         lock.slot.set(Some((slot, generation)));
-        // Record the generation saved, out of a copy of the state file's reach, so an earlier
-        // copy put back is noticed. After the write: a writer killed mid-write leaves the older
-        // slot to be read, and the older generation recorded. Written in place, never by
-        // length, so a busy call's journal mark (the length) is never written over.
-        let recorded = platform::write_all_at(&lock.file, &generation.to_le_bytes(), 0).is_ok();
+        // Record the generation saved and the change time this write left, out of a copy of
+        // the state file's reach, so an earlier copy put back is noticed: by its generation
+        // when only the state file goes back, by the change time when the lock file goes back
+        // with it (the file system sets that time; no copy carries it). After the write: a
+        // writer killed mid-write leaves the older slot to be read, and the older generation
+        // recorded. One `fstat` on the file already open.
+        let ctime = file
+            .metadata()
+            .map_or(0, |m| platform::change_ns(&m) as i64);
         let mark = Mark(lock.mark.get());
-        if !mark.known() || (recorded && !mark.holds_generation()) {
+        if !mark.known() || !mark.holds_change_time() {
             // The first save: mark the session as having a state, so a state file that
-            // vanishes is noticed. Read afresh: a busy call may have marked a journal since.
+            // vanishes is noticed, and make room for the record. The length first, the record
+            // then, so the mark is never a record's length. Read afresh: a busy call may have
+            // marked a journal since.
             let fresh = Mark(lock.file.metadata().map_or(mark.0, |m| m.len()));
-            let next = Mark((u64::from(recorded) * GENERATION_HELD) | (fresh.0 & 2) | 1);
+            let next = Mark(CHANGE_TIME_HELD | (fresh.0 & 2) | 1);
             if lock.file.set_len(next.0).is_ok() {
                 lock.mark.set(next.0);
             }
+        }
+        let mut record = [0u8; 16];
+        record[..8].copy_from_slice(&generation.to_le_bytes());
+        record[8..].copy_from_slice(&ctime.to_le_bytes());
+        // Written in place, never by length, so a busy call's journal mark (the length) is
+        // never written over.
+        if Mark(lock.mark.get()).holds_change_time() {
+            let _ = platform::write_all_at(&lock.file, &record, 0);
         }
         Ok(())
     }
@@ -551,14 +572,18 @@ impl Store {
 const RESTART_GENERATION: u64 = 1 << 62;
 
 /// The lock file's length as its mark: bit 0, a state was saved; bit 1, a journal waits;
-/// [`GENERATION_HELD`] added, the file's first 8 bytes hold the generation of the state last
-/// saved (little-endian). The bits are read by the `stat` every call takes of its lock; the
-/// generation is read only when a state is loaded, by one `pread` on the lock already open.
+/// [`CHANGE_TIME_HELD`] added, the file's first 16 bytes hold the generation of the state last
+/// saved and the change time that save left on the state file (little-endian; a lock file of
+/// the previous version holds the generation only, [`GENERATION_HELD`] added). The bits are
+/// read by the `stat` every call takes of its lock; the record is read only when a state is
+/// loaded, by one `pread` on the lock already open.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Mark(u64);
 
 /// The length a lock file holding a generation has at least (its low bits stay the mark's).
 const GENERATION_HELD: u64 = 8;
+/// The length a lock file holding the generation and the state's change time has at least.
+const CHANGE_TIME_HELD: u64 = 16;
 
 impl Mark {
     fn known(self) -> bool {
@@ -572,13 +597,23 @@ impl Mark {
     fn holds_generation(self) -> bool {
         self.0 >= GENERATION_HELD
     }
+
+    fn holds_change_time(self) -> bool {
+        self.0 >= CHANGE_TIME_HELD
+    }
 }
 
-/// The generation of the state last saved, as the lock file records it.
-fn saved_generation(lock: &File) -> Option<u64> {
-    let mut b = [0u8; 8];
-    platform::read_exact_at(lock, &mut b, 0).ok()?;
-    Some(u64::from_le_bytes(b))
+/// The generation of the state last saved and the change time its write left (when the lock
+/// file holds one, and not 0: a save killed between the length and the record), by one `pread`.
+fn saved_record(lock: &File, mark: Mark) -> (Option<u64>, Option<i64>) {
+    let mut b = [0u8; 16];
+    let n = if mark.holds_change_time() { 16 } else { 8 };
+    if platform::read_exact_at(lock, &mut b[..n], 0).is_err() {
+        return (None, None);
+    }
+    let generation = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+    let ctime = i64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
+    (Some(generation), (ctime != 0).then_some(ctime))
 }
 
 /// The valid slot with the highest generation: (slot, generation, state), or why none is valid.
@@ -1063,6 +1098,40 @@ mod tests {
             lock(&store).put_back().is_none(),
             "told once: the save records again"
         );
+    }
+
+    /// The state and its lock file put back together (a copy of the whole `sessions` dir):
+    /// the generations agree, the change time the lock recorded does not.
+    #[test]
+    fn a_state_put_back_with_its_lock_file_is_found_by_the_change_time() {
+        let (_d, store) = store();
+        saved(&store, 1);
+        let state = lock(&store).state_path.clone();
+        let lock_path = store.path(&Store::stem("s"), "lock");
+        let copies = (fs::read(&state).unwrap(), fs::read(&lock_path).unwrap());
+        saved(&store, 2);
+        let l = lock(&store);
+        store.load(&l).unwrap();
+        assert_eq!(l.put_back(), None, "our own saves");
+        drop(l);
+        // Past the file system's clock tick, so the put-back's change time is its own.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::write(&state, &copies.0).unwrap();
+        fs::write(&lock_path, &copies.1).unwrap();
+        let l = lock(&store);
+        let (st, _) = store.load(&l).unwrap();
+        assert_eq!(st.map(|s| s.totals.calls), Some(1));
+        assert_eq!(
+            l.put_back(),
+            Some((1, 1)),
+            "found, though the lock went back too"
+        );
+        let (st, _) = store.load(&l).unwrap();
+        store.save(&l, &mut st.unwrap()).unwrap();
+        drop(l);
+        let l = lock(&store);
+        store.load(&l).unwrap();
+        assert_eq!(l.put_back(), None, "told once: the save records again");
     }
 
     #[test]

@@ -212,6 +212,14 @@ const PATH_FRAGMENTS: &[&str] = &[
     "/loopgate",
     "LOOPGATE_",
     "disableAllHooks",
+    // Other CLIs' hook files, and OpenCode's and Kilo CLI's plugin, by their folders: a program
+    // that builds `~/.codex` from pieces and copies a tree over it names no file.
+    ".codex",
+    ".gemini/settings",
+    ".qwen/settings",
+    ".copilot/hooks",
+    ".github/hooks",
+    "plugins/loopgate.js",
 ];
 
 /// Signs that an inline program writes, moves or deletes something.
@@ -219,7 +227,7 @@ const WRITE_MARKERS: &[&str] = &[
     "'w'", "\"w\"", "'a'", "\"a\"", "'w+'", "\"w+\"", "'wb'", "\"wb\"", "write", "unlink",
     "remove", "rename", "rmtree", "rmdir", "chmod", "chown", "symlink", "replace", "truncate",
     "dump(", "copy", "move", "rmSync", "rm(", "print >", "open(>", "open(my", "system", "exec",
-    "spawn", "rm ", ">",
+    "spawn", "rm ", ">", "cpSync", ".cp(",
 ];
 
 /// Files that set the environment of the next session: `LOOPGATE_*` written there would reach
@@ -1105,6 +1113,7 @@ impl<'e> Bash<'e> {
                 let (srcs, dest) = split_dest(args, &operands)?;
                 each(self, &srcs, Op::Remove)
                     .or_else(|| self.dest(&srcs, dest, Op::Remove, &how, text))
+                    .or_else(|| self.tree_lands(prog, args, &srcs, dest, &how))
             }
             "cp" | "install" | "rsync" | "scp" | "ditto" => {
                 if prog == "install" && args.iter().any(|a| a == "-d") {
@@ -1118,6 +1127,7 @@ impl<'e> Bash<'e> {
                     }
                 }
                 self.dest(&srcs, dest, Op::Write, &how, text)
+                    .or_else(|| self.tree_lands(prog, args, &srcs, dest, &how))
             }
             "ln" | "link" => {
                 // A link named like a protected path replaces it; a link to one is a way to
@@ -1272,6 +1282,78 @@ impl<'e> Bash<'e> {
             let name = Path::new(&self.expand(s)).file_name()?.to_os_string();
             if let Some(f) = write_finding(self.env, &d.join(&name), op, how, Some(text)) {
                 return Some(f);
+            }
+        }
+        None
+    }
+
+    /// A copy or move of a directory writes a tree where it lands: every file the tree holds
+    /// is judged as a write at the path it takes there (`cp -r dir/. ~/.codex/` replaces
+    /// `~/.codex/hooks.json` when `dir` holds a `hooks.json`). It lands in the destination
+    /// itself for a directory's contents (`dir/.`, rsync's and ditto's `dir/`, `-T`), else
+    /// inside it under its own name. A source not there to read (made by the same command)
+    /// may hold anything: then every protected file that exists under where it lands counts.
+    fn tree_lands(
+        &self,
+        prog: &str,
+        args: &[String],
+        srcs: &[&String],
+        dest: &str,
+        how: &str,
+    ) -> Option<String> {
+        let d = self.path(dest);
+        let no_target = args
+            .iter()
+            .any(|a| a == "--no-target-directory" || short_flag(a, 'T'));
+        let recursive = matches!(prog, "rsync" | "ditto")
+            || args.iter().any(|a| {
+                matches!(a.as_str(), "--recursive" | "--archive" | "--mirror")
+                    || ["r", "R", "a"]
+                        .iter()
+                        .any(|f| short_flag(a, f.chars().next().unwrap()))
+            });
+        if !(recursive || prog == "mv") {
+            return None;
+        }
+        let into = !no_target && (d.is_dir() || dest.ends_with('/') || srcs.len() > 1);
+        for s in srcs {
+            let word = self.expand(s);
+            let src = self.path(s);
+            let contents = no_target
+                || prog == "ditto"
+                || word == "."
+                || word.ends_with("/.")
+                || (prog == "rsync" && word.ends_with('/'));
+            let landing = match (contents || !into, src.file_name()) {
+                (true, _) => d.clone(),
+                (false, Some(name)) => d.join(name),
+                (false, None) => continue,
+            };
+            if src.is_dir() {
+                // A tree copied to a new place (a project backed up to /tmp) replaces nothing:
+                // what counts is a file it writes over, or one it puts in the working tree.
+                let found = entries_within(&src, 256, 4).into_iter().find_map(|e| {
+                    let target = landing.join(e.strip_prefix(&src).ok()?);
+                    (target.exists() || target.starts_with(&self.env.cwd))
+                        .then(|| write_finding(self.env, &target, Op::Write, how, None))
+                        .flatten()
+                });
+                if found.is_some() {
+                    return found;
+                }
+            } else if std::fs::symlink_metadata(&src).is_err() {
+                let reached = self
+                    .env
+                    .protected()
+                    .iter()
+                    .find(|(p, _)| p.starts_with(&landing) && p != &landing && p.exists());
+                if let Some((p, kind)) = reached {
+                    return Some(format!(
+                        "{how} would copy a tree made by this command over {} ({})",
+                        kind.describe(),
+                        p.display()
+                    ));
+                }
             }
         }
         None
@@ -1594,9 +1676,14 @@ fn find_commands(args: &[String]) -> Vec<Vec<String>> {
 /// Up to `max` paths inside the directory `dir`, two levels deep (what `find -path` may pick
 /// inside a protected directory: the state's `sessions/…`); none when `dir` is not one.
 fn entries_under(dir: &Path, max: usize) -> Vec<PathBuf> {
+    entries_within(dir, max, 2)
+}
+
+/// Up to `max` paths inside the directory `dir`, `levels` deep (links not followed).
+fn entries_within(dir: &Path, max: usize, levels: usize) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
-    for _level in 0..2 {
+    for _level in 0..levels {
         let mut next = Vec::new();
         for d in &dirs {
             let Ok(rd) = std::fs::read_dir(d) else {
@@ -1785,6 +1872,15 @@ fn operands(args: &[String]) -> Vec<&String> {
         }
     }
     out
+}
+
+/// Whether `arg` is a cluster of short options holding `flag` (`-rT`, `-a`).
+fn short_flag(arg: &str, flag: char) -> bool {
+    arg.len() > 1
+        && arg.starts_with('-')
+        && !arg.starts_with("--")
+        && arg[1..].chars().all(|c| c.is_ascii_alphanumeric())
+        && arg[1..].contains(flag)
 }
 
 /// Operands, skipping the values of the given options.

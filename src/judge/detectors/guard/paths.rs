@@ -472,8 +472,9 @@ const AGENT_FILES: &[&str] = &[
 ];
 
 /// Paths protected wherever they are: any `.claude/loopgate.toml`, any `.claude/settings*.json`, the
-/// managed-settings files, and every agent CLI's hook files in a project (`.codex/hooks.json`,
-/// `.gemini/settings.json`, `.qwen/settings.json`, `.github/hooks/*.json`).
+/// managed-settings files, every agent CLI's hook files in a project (`.codex/hooks.json`,
+/// `.gemini/settings.json`, `.qwen/settings.json`, `.github/hooks/*.json`), and OpenCode's and
+/// Kilo CLI's `plugins/loopgate.js`, the user's or a project's.
 pub(super) fn name_rule(path: &Path) -> Option<Kind> {
     let name = path.file_name()?.to_str()?;
     let parent = path
@@ -501,6 +502,20 @@ pub(super) fn name_rule(path: &Path) -> Option<Kind> {
                     .and_then(Path::parent)
                     .and_then(Path::file_name)
                     .is_some_and(|g| g == ".github" || g == ".copilot")
+        }
+        // OpenCode's and Kilo CLI's plugin folders: loopgate's plugin is their hook path.
+        "plugins" => {
+            name == "loopgate.js"
+                && path
+                    .parent()
+                    .and_then(Path::parent)
+                    .and_then(Path::file_name)
+                    .is_some_and(|g| {
+                        matches!(
+                            g.to_str(),
+                            Some("opencode" | "kilo" | ".opencode" | ".kilo")
+                        )
+                    })
         }
         _ => false,
     };
