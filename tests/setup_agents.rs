@@ -449,7 +449,7 @@ fn managed_setup_puts_the_binary_where_only_root_writes_and_doctor_flags_a_writa
     let wired: Value = serde_json::from_str(&std::fs::read_to_string(&drop_in).unwrap()).unwrap();
     assert_eq!(
         wired["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
-        format!("{i}/loopgate pre-tool-use"),
+        format!("{i}/loopgate --ignore-env --config {i}/config.toml pre-tool-use"),
         "the managed hooks run the root-owned copy"
     );
     let check = managed_check(&env, &managed);

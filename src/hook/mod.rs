@@ -59,7 +59,7 @@ pub fn run(cli: &Cli, expected: Event) -> Exit {
         }
         read
     };
-    if crate::config::sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
+    if !cli.ignore_env && crate::config::sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
         return Exit::Ok;
     }
     let result = read.and_then(|input| process(cli, expected, &input));
@@ -316,7 +316,7 @@ pub fn state_dir(cli: &Cli) -> Result<PathBuf> {
         .clone()
         .or_else(|| {
             std::env::var_os("LOOPGATE_STATE_DIR")
-                .filter(|v| !v.is_empty())
+                .filter(|v| !v.is_empty() && !cli.ignore_env)
                 .map(PathBuf::from)
         })
         .or_else(crate::config::paths::state_dir)
