@@ -361,7 +361,7 @@ pub enum Command {
         #[arg(long, requires = "managed")]
         allow_loader_env: bool,
         /// With --managed: the hooks read the user's and the project's loopgate settings, which
-        /// the agent's user can write (otherwise only config.toml beside the root-owned binary)
+        /// the agent's user can write (otherwise only config.toml in the install directory, root's)
         #[arg(long, requires = "managed")]
         allow_user_config: bool,
     },

@@ -329,7 +329,13 @@ fn managed(o: &Options, dir: &Path) -> Result<()> {
         crate::setup::command_prefix(&bin, o.observe)?
     );
     if o.locks.config {
-        let config = crate::setup::managed_config(&bin)?;
+        // In the install's own directory even when the binary is used where it is (a package
+        // manager's /usr/bin/loopgate): never beside another program's files.
+        let dir = o
+            .install_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(crate::platform::system_install_dir);
+        let config = crate::setup::managed_config(&dir)?;
         let shown = config
             .to_str()
             .with_context(|| format!("{} is not valid UTF-8", config.display()))?;

@@ -1242,7 +1242,7 @@ pub struct ManagedLocks {
     /// layer and the shell's: a library preloaded into the `sh` that runs each hook silences it,
     /// whatever loopgate's own build.
     pub loader_env: bool,
-    /// The hooks read loopgate's settings from a root-owned file beside the binary
+    /// The hooks read loopgate's settings from a root-owned file in the install's directory
     /// ([`managed_config`]), not the user's or the project's, which the agent's user can write.
     pub config: bool,
 }
@@ -1257,10 +1257,13 @@ impl Default for ManagedLocks {
     }
 }
 
-/// The settings file of a managed install: `config.toml` beside the hooks' binary, made once
-/// (an admin's edits are kept), readable by every user and writable by root alone.
-pub fn managed_config(bin: &Path) -> Result<PathBuf> {
-    let path = bin.with_file_name("config.toml");
+/// The settings file of a managed install: `config.toml` in `dir`, the managed install's own
+/// directory (where its binary is copied), made once (an admin's edits are kept), readable by
+/// every user and writable by root alone.
+pub fn managed_config(dir: &Path) -> Result<PathBuf> {
+    crate::platform::create_shared_dir(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("config.toml");
     if !path.exists() {
         let text = "# loopgate's settings for every user of this managed install: the hooks read\n\
                     # this file only (not ~/.config/loopgate or a project's .claude/loopgate.toml).\n\
