@@ -314,6 +314,14 @@ fn e2e_a_managed_install_holds_against_its_unprivileged_agent() {
     for dir in [&s.home, &s.project, &state, &s.tmp_dir().to_path_buf()] {
         chown_agent(dir);
     }
+    let claude = super::claude_cli::require().expect("found by Scenario::new");
+    let reach = ns.agent_sh(&s, &format!("test -x '{}'", claude.display()));
+    assert!(
+        reach.status.success(),
+        "uid {AGENT_UID} cannot run {}: every directory above it must be searchable by others \
+         (chmod o+x), as a checkout under /root is not",
+        claude.display()
+    );
     // nsenter starts in the namespace holder's directory: claude is started in the project.
     let mut launcher = ns.as_agent();
     launcher.extend(["env".into(), "-C".into(), s.project.display().to_string()]);
