@@ -108,7 +108,7 @@ fn run() -> Exit {
     }
     if let Some(cli) = hook_cli(std::env::args_os().skip(1)) {
         if cli.ignore_env {
-            config::ignore_env();
+            platform::start::ignore_env();
         }
         let event = cli.command.hook_event().expect("a hook subcommand");
         return hook::run(&cli, event);

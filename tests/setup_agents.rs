@@ -452,6 +452,17 @@ fn managed_setup_puts_the_binary_where_only_root_writes_and_doctor_flags_a_writa
         format!("{i}/loopgate --ignore-env --config {i}/config.toml pre-tool-use"),
         "the managed hooks run the root-owned copy"
     );
+    let start = wired["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        start.contains("sha256sum"),
+        "the binary is checked at each session start: {start}"
+    );
+    assert!(
+        start.contains("run sudo loopgate setup --managed again"),
+        "a managed install's advice is root's command: {start}"
+    );
     let check = managed_check(&env, &managed);
     assert_eq!(check["status"], "ok", "{check}");
 

@@ -469,19 +469,6 @@ impl<'a> Sources<'a> {
 /// environment block in place (`main.rs`); set once, before anything reads them.
 static PROCESS_VARS: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
 
-/// Set by `--ignore-env` (a managed install's hooks): [`loopgate_vars`] is then empty.
-static IGNORE_ENV: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// This process takes no `LOOPGATE_*` variable from its environment (`--ignore-env`).
-pub fn ignore_env() {
-    IGNORE_ENV.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Whether this process takes no `LOOPGATE_*` variable from its environment (`--ignore-env`).
-pub fn env_ignored() -> bool {
-    IGNORE_ENV.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// Called once by the entry point with what [`crate::platform::start::loopgate_pair`] kept of its environment block.
 pub fn set_process_vars(vars: Vec<(String, String)>) {
     let _ = PROCESS_VARS.set(vars);
@@ -490,7 +477,7 @@ pub fn set_process_vars(vars: Vec<(String, String)>) {
 /// This process's `LOOPGATE_*` variables (names and values that are UTF-8): as the entry point
 /// found them, or else (tests, other platforms) through `std::env::vars_os`.
 pub fn loopgate_vars() -> Vec<(String, String)> {
-    if env_ignored() {
+    if crate::platform::start::env_ignored() {
         return Vec::new();
     }
     if let Some(vars) = PROCESS_VARS.get() {

@@ -1283,7 +1283,28 @@ pub fn managed_config(dir: &Path) -> Result<PathBuf> {
 
 /// The drop-in's settings: loopgate's hooks and the keys `locks` asks for.
 pub fn managed_settings(command_prefix: &str, locks: ManagedLocks) -> Value {
-    let mut settings = json!({ "hooks": hook_block(command_prefix) });
+    let mut hooks = hook_block(command_prefix);
+    // The binary check's advice after an upgrade is root's command here.
+    for handler in hooks["SessionStart"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter_map(|group| group["hooks"].as_array_mut())
+        .flatten()
+    {
+        let Some(command) = handler["command"].as_str() else {
+            continue;
+        };
+        if let Some(p) = pin::parse(command) {
+            let notice = pin::managed_session_start_notice(p.path);
+            let managed = pin::wrap(&pin::Pinned {
+                notice: &notice,
+                ..p
+            });
+            handler["command"] = json!(managed);
+        }
+    }
+    let mut settings = json!({ "hooks": hooks });
     if locks.managed_hooks_only {
         settings["allowManagedHooksOnly"] = json!(true);
     }

@@ -105,6 +105,14 @@ pub fn session_start_notice(path: &str) -> String {
     )
 }
 
+/// [`session_start_notice`] for a managed install, whose fix is root's.
+pub fn managed_session_start_notice(path: &str) -> String {
+    session_start_notice(path).replace(
+        "run loopgate setup again",
+        "run sudo loopgate setup --managed again",
+    )
+}
+
 /// The status line's text in the same case.
 pub fn status_line_notice() -> String {
     "loopgate ✗ OFF: its binary is not the one setup installed (loopgate setup, or reinstall)"
