@@ -221,14 +221,15 @@ pub fn decision_name(event: Event, action: Action) -> &'static str {
 }
 
 /// Whether this Post event reports on a call whose answer is already in its agent's ledger, and
-/// not in flight again under the same id.
+/// not in flight again under the same id. The ordinary Post event finds its call pending and
+/// stops there, before the ledger is searched.
 fn answered_already(state: &SessionState, p: &Payload) -> bool {
     let id = p.tool_use_id.as_deref().unwrap_or("");
     state.agents.get(&p.agent_key()).is_some_and(|a| {
-        a.ledger.finished(id)
-            && a.ledger
-                .pending_by_id(&crate::protocol::payload::stored_id(id))
-                .is_none()
+        a.ledger
+            .pending_by_id(&crate::protocol::payload::stored_id(id))
+            .is_none()
+            && a.ledger.finished(id)
     })
 }
 
