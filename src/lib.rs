@@ -107,6 +107,9 @@ fn run() -> Exit {
         return Exit::Ok;
     }
     if let Some(cli) = hook_cli(std::env::args_os().skip(1)) {
+        if cli.ignore_env {
+            platform::start::ignore_env();
+        }
         let event = cli.command.hook_event().expect("a hook subcommand");
         return hook::run(&cli, event);
     }
@@ -245,6 +248,9 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             managed,
             managed_dir,
             install_dir,
+            allow_other_hooks,
+            allow_loader_env,
+            allow_user_config,
         } => cmd::setup::run(&cmd::setup::Options {
             show_bin: *show_bin,
             agent: agent.unwrap_or(protocol::dialect::Agent::Claude),
@@ -261,6 +267,11 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             }),
             state_dir: cmd::state_dir(cli.state_dir.clone()).ok(),
             install_dir: install_dir.as_deref(),
+            locks: setup::ManagedLocks {
+                managed_hooks_only: !*allow_other_hooks,
+                loader_env: !*allow_loader_env,
+                config: !*allow_user_config,
+            },
         })?,
         Command::Report {
             state,
@@ -390,7 +401,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
     use cli::Command as C;
     let mut args = args.into_iter();
     let (mut state_dir, mut config, mut observe, mut command) = (None, None, false, None);
-    let (mut agent, mut plugin, mut sdk) = (None, None, None);
+    let (mut agent, mut plugin, mut sdk, mut ignore_env) = (None, None, None, false);
     while let Some(arg) = args.next() {
         if command.is_some() {
             return None;
@@ -409,6 +420,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
         };
         match name {
             "--observe" if inline.is_none() => observe = true,
+            "--ignore-env" if inline.is_none() => ignore_env = true,
             "--state-dir" => state_dir = Some(value()?),
             "--config" => config = Some(value()?),
             "--plugin" => plugin = Some(value()?),
@@ -437,6 +449,7 @@ pub fn hook_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cl
         agent,
         plugin,
         sdk,
+        ignore_env,
         command: command?,
     })
 }

@@ -485,3 +485,25 @@ fn a_subagent_stop_without_an_agent_id_leaves_the_main_agent_alone() {
     let third = env.pre("Bash", input, "m-2");
     assert!(third.denied(), "{}", third.stdout);
 }
+
+/// Claude Code sends managed settings' hooks a PostToolUse (`tool_response` "Error: …") after the
+/// PostToolUseFailure of the same failed call (docs/managed-observed.md): the failure still
+/// counts, so a managed install refuses the loop as a user-level one does.
+#[test]
+fn a_post_tool_use_after_the_same_calls_failure_does_not_clear_it() {
+    let env = Env::new();
+    let input = json!({"command": "cargo test", "description": "run"});
+    let error = "Exit code 1\nerror: test failed, 3 failures";
+    let denied = (0..4).find(|_| {
+        let id = env.id();
+        if env.pre("Bash", input.clone(), &id).denied() {
+            return true;
+        }
+        env.fail("Bash", input.clone(), &id, error);
+        env.post("Bash", input.clone(), &id, json!(format!("Error: {error}")));
+        env.batch_of("Bash", &input, &id, error);
+        false
+    });
+    assert_eq!(denied, Some(3), "the 4th identical failing call is refused");
+    assert_eq!(env.status()[0]["totals"]["failures"], 3, "{}", env.status());
+}

@@ -449,8 +449,19 @@ fn managed_setup_puts_the_binary_where_only_root_writes_and_doctor_flags_a_writa
     let wired: Value = serde_json::from_str(&std::fs::read_to_string(&drop_in).unwrap()).unwrap();
     assert_eq!(
         wired["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
-        format!("{i}/loopgate pre-tool-use"),
+        format!("{i}/loopgate --ignore-env --config {i}/config.toml pre-tool-use"),
         "the managed hooks run the root-owned copy"
+    );
+    let start = wired["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        start.contains("sha256sum"),
+        "the binary is checked at each session start: {start}"
+    );
+    assert!(
+        start.contains("run sudo loopgate setup --managed again"),
+        "a managed install's advice is root's command: {start}"
     );
     let check = managed_check(&env, &managed);
     assert_eq!(check["status"], "ok", "{check}");

@@ -66,6 +66,11 @@ pub struct Cli {
     /// is checked at a session's first call (`defence::host_files`).
     #[arg(long, value_name = "FILE", hide = true)]
     pub sdk: Option<PathBuf>,
+    /// Hooks: take no `LOOPGATE_*` variable from the environment. `setup --managed` writes it:
+    /// the user's settings' `env` and shell reach a managed hook's environment, so a managed
+    /// install's settings come from its files alone.
+    #[arg(long, hide = true)]
+    pub ignore_env: bool,
 
     #[command(subcommand)]
     pub command: Command,
@@ -350,6 +355,19 @@ pub enum Command {
         /// Windows: %ProgramFiles%\loopgate]
         #[arg(long, requires = "managed", value_name = "DIR")]
         install_dir: Option<PathBuf>,
+        /// With --managed: let user, project and plugin hooks run beside loopgate's (the drop-in
+        /// sets allowManagedHooksOnly otherwise; such a hook runs unseen by the tamper guard)
+        #[arg(long, requires = "managed")]
+        allow_other_hooks: bool,
+        /// With --managed: leave the loader's variables (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH)
+        /// as the user's settings and shell set them (the drop-in's env sets them empty
+        /// otherwise; a preloaded library silences the shell that runs each hook)
+        #[arg(long, requires = "managed")]
+        allow_loader_env: bool,
+        /// With --managed: the hooks read the user's and the project's loopgate settings, which
+        /// the agent's user can write (otherwise only config.toml in the install directory, root's)
+        #[arg(long, requires = "managed")]
+        allow_user_config: bool,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(
@@ -460,6 +478,7 @@ impl Cli {
             (self.observe, observe, "--observe"),
             (self.agent.is_some(), false, "--agent"),
             (self.plugin.is_some(), false, "--plugin"),
+            (self.ignore_env, false, "--ignore-env"),
         ] {
             if given && !applies {
                 if flag == "--agent" && name == "setup" {

@@ -28,6 +28,9 @@ pub struct Options<'a> {
     /// `setup --managed --install-dir DIR`: where the hooks' binary is copied
     /// [default: `platform::system_install_dir`].
     pub install_dir: Option<&'a Path>,
+    /// `setup --managed`: what the drop-in locks besides the hooks (`--allow-other-hooks`,
+    /// `--allow-loader-env` take a lock off).
+    pub locks: crate::setup::ManagedLocks,
 }
 
 /// The plugin setup wrote (or removed) in the host-files record, which every session's first
@@ -313,7 +316,7 @@ fn managed(o: &Options, dir: &Path) -> Result<()> {
                 .join(crate::setup::MANAGED_FILE),
         )
         .unwrap_or_default();
-        println!("{}", crate::setup::run_managed(dir, "", true)?);
+        println!("{}", crate::setup::run_managed(dir, "", o.locks, true)?);
         let ours = o
             .install_dir
             .map(Path::to_path_buf)
@@ -345,8 +348,30 @@ fn managed(o: &Options, dir: &Path) -> Result<()> {
     if bin != src {
         println!("installed {} as {}", src.display(), bin.display());
     }
-    let prefix = crate::setup::command_prefix(&bin, o.observe)?;
-    println!("{}", crate::setup::run_managed(dir, &prefix, false)?);
+    // The user's settings' `env` and shell reach managed hooks (docs/managed-observed.md):
+    // their loopgate settings come from files only.
+    let mut prefix = format!(
+        "{} --ignore-env",
+        crate::setup::command_prefix(&bin, o.observe)?
+    );
+    if o.locks.config {
+        // In the install's own directory even when the binary is used where it is (a package
+        // manager's /usr/bin/loopgate): never beside another program's files.
+        let dir = o
+            .install_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(crate::platform::system_install_dir);
+        let config = crate::setup::managed_config(&dir)?;
+        let shown = config
+            .to_str()
+            .with_context(|| format!("{} is not valid UTF-8", config.display()))?;
+        prefix = format!("{prefix} --config {}", crate::setup::shell_quote(shown));
+        println!("the hooks read their settings from {shown} (root's to edit)");
+    }
+    println!(
+        "{}",
+        crate::setup::run_managed(dir, &prefix, o.locks, false)?
+    );
     println!(
         "remove loopgate from your own settings (`loopgate setup --uninstall`) so its hooks do not run twice; \
          `loopgate doctor` checks that only root can replace {}",

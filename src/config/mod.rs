@@ -501,6 +501,9 @@ pub fn set_process_vars(vars: Vec<(String, String)>) {
 /// This process's `LOOPGATE_*` variables (names and values that are UTF-8): as the entry point
 /// found them, or else (tests, other platforms) through `std::env::vars_os`.
 pub fn loopgate_vars() -> Vec<(String, String)> {
+    if crate::platform::start::env_ignored() {
+        return Vec::new();
+    }
     if let Some(vars) = PROCESS_VARS.get() {
         return vars.clone();
     }

@@ -114,10 +114,17 @@ pub(crate) fn env_overrides(settings: &Value) -> Vec<String> {
         .get("env")
         .and_then(Value::as_object)
         .into_iter()
-        .flat_map(Map::keys)
-        .filter(|k| reaches_loopgate(k))
-        .cloned()
+        .flatten()
+        .filter(|(k, v)| reaches_loopgate(k) && !loads_nothing(k, v))
+        .map(|(k, _)| k.clone())
         .collect()
+}
+
+/// A loader variable set empty loads nothing: what `setup --managed` writes to keep the user's
+/// settings and shell from setting it for the hooks.
+fn loads_nothing(key: &str, value: &Value) -> bool {
+    let k = key.to_ascii_uppercase();
+    (k.starts_with("LD_") || k.starts_with("DYLD_")) && value.as_str() == Some("")
 }
 
 /// The settings files Claude Code reads hooks from (user, project, local), as far as known.
@@ -699,6 +706,14 @@ pub fn take_pending(state_file: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loader_variable_set_empty_is_no_wiring_change() {
+        let managed = serde_json::json!({"env": {"LD_PRELOAD": "", "LD_AUDIT": ""}});
+        assert!(env_overrides(&managed).is_empty());
+        let user = serde_json::json!({"env": {"LD_PRELOAD": "/tmp/x.so", "LOOPGATE_MODE": ""}});
+        assert_eq!(env_overrides(&user), ["LD_PRELOAD", "LOOPGATE_MODE"]);
+    }
 
     #[test]
     fn env_that_reaches_the_loader_or_loopgates_detection_is_a_wiring_change() {

@@ -60,7 +60,7 @@ pub fn run(cli: &Cli, expected: Event) -> Exit {
         }
         read
     };
-    if crate::config::sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
+    if !cli.ignore_env && crate::config::sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
         return read.map_or(Exit::Ok, |input| switched_off(cli, expected, &input));
     }
     let result = read.and_then(|input| process(cli, expected, &input));

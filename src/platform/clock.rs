@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub fn now_ms() -> u64 {
     if let Some(ms) = std::env::var("LOOPGATE_CLOCK_MS")
         .ok()
+        .filter(|_| !super::start::env_ignored())
         .and_then(|v| v.parse().ok())
     {
         return ms;

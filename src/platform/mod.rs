@@ -211,6 +211,12 @@ pub fn is_system_owner() -> Option<bool> {
 
 /// Where `setup --managed` copies the hooks' binary: a directory only the system's owner may
 /// write, outside any user's reach (see docs/install.md for why each).
+/// The dynamic loader's variables that load code into a process (`LD_PRELOAD`…): a managed
+/// install sets them empty for every hook (`setup::ManagedLocks`).
+pub fn loader_vars() -> &'static [&'static str] {
+    imp::loader_vars()
+}
+
 pub fn system_install_dir() -> PathBuf {
     imp::system_install_dir()
 }

@@ -85,6 +85,20 @@ pub unsafe fn loopgate_vars(envp: *const *const std::ffi::c_char) -> Vec<(String
     vars
 }
 
+/// Set by `--ignore-env` (a managed install's hooks): the process then takes no `LOOPGATE_*`
+/// variable from its environment, which the user's settings and shell reach.
+static IGNORE_ENV: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// This process takes no `LOOPGATE_*` variable from its environment (`--ignore-env`).
+pub fn ignore_env() {
+    IGNORE_ENV.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether [`ignore_env`] was called.
+pub fn env_ignored() -> bool {
+    IGNORE_ENV.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// One environment entry (`NAME=value`) as a name and a value, if it is a `LOOPGATE_*` variable
 /// and both are UTF-8.
 pub fn loopgate_pair(entry: &[u8]) -> Option<(String, String)> {

@@ -256,6 +256,20 @@ pub fn system_install_dir() -> PathBuf {
     }
 }
 
+/// The dynamic loader's variables that load code into every process started with them, the
+/// shell that runs a hook included.
+pub fn loader_vars() -> &'static [&'static str] {
+    if cfg!(target_os = "macos") {
+        &[
+            "DYLD_INSERT_LIBRARIES",
+            "DYLD_LIBRARY_PATH",
+            "DYLD_FRAMEWORK_PATH",
+        ]
+    } else {
+        &["LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH"]
+    }
+}
+
 pub fn create_shared_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let missing: Vec<&Path> = dir.ancestors().take_while(|p| !p.exists()).collect();

@@ -189,6 +189,11 @@ pub fn is_system_owner() -> Option<bool> {
 }
 
 /// `%ProgramFiles%\loopgate`: Program Files grants users read and run, Administrators write.
+/// Windows has no loader variable that injects code into a process it starts.
+pub fn loader_vars() -> &'static [&'static str] {
+    &[]
+}
+
 pub fn system_install_dir() -> PathBuf {
     std::env::var_os("ProgramFiles")
         .filter(|v| !v.is_empty())

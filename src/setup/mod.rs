@@ -1201,7 +1201,12 @@ pub const MANAGED_FILE: &str = "loopgate.json";
 /// agent editing `~/.claude/settings.json` or `.claude/settings.local.json` no longer disables
 /// loopgate. Writing there needs the rights of whoever administers the machine (usually root);
 /// the binary the hooks run should then be one the user cannot replace either.
-pub fn run_managed(dir: &Path, command_prefix: &str, uninstall: bool) -> Result<String> {
+pub fn run_managed(
+    dir: &Path,
+    command_prefix: &str,
+    locks: ManagedLocks,
+    uninstall: bool,
+) -> Result<String> {
     let drop_in = dir.join("managed-settings.d");
     let path = drop_in.join(MANAGED_FILE);
     let shown = path.display();
@@ -1214,7 +1219,7 @@ pub fn run_managed(dir: &Path, command_prefix: &str, uninstall: bool) -> Result<
             Err(e) => Err(e).with_context(|| format!("cannot remove {shown}")),
         };
     }
-    let settings = json!({ "hooks": hook_block(command_prefix) });
+    let settings = managed_settings(command_prefix, locks);
     let mut text = serde_json::to_string_pretty(&settings).context("cannot serialize settings")?;
     text.push('\n');
     if fs::read_to_string(&path).is_ok_and(|old| old == text) {
@@ -1228,6 +1233,91 @@ pub fn run_managed(dir: &Path, command_prefix: &str, uninstall: bool) -> Result<
     Ok(format!(
         "installed loopgate hooks as managed settings in {shown}"
     ))
+}
+
+/// What a managed drop-in locks besides loopgate's hooks. Observed with the real Claude Code
+/// (docs/managed-observed.md): user and project settings cannot switch managed hooks off, but the
+/// user settings' `env` and the shell's environment reach them, and other hooks run beside them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ManagedLocks {
+    /// `allowManagedHooksOnly`: no user, project, local or plugin hook runs. Such a hook is no
+    /// tool call, so the tamper guard never sees what it does (delete the state before each call).
+    pub managed_hooks_only: bool,
+    /// The loader's variables set empty in the drop-in's `env`, which wins over every other
+    /// layer and the shell's: a library preloaded into the `sh` that runs each hook silences it,
+    /// whatever loopgate's own build.
+    pub loader_env: bool,
+    /// The hooks read loopgate's settings from a root-owned file in the install's directory
+    /// ([`managed_config`]), not the user's or the project's, which the agent's user can write.
+    pub config: bool,
+}
+
+impl Default for ManagedLocks {
+    fn default() -> Self {
+        ManagedLocks {
+            managed_hooks_only: true,
+            loader_env: true,
+            config: true,
+        }
+    }
+}
+
+/// The settings file of a managed install: `config.toml` in `dir`, the managed install's own
+/// directory (where its binary is copied), made once (an admin's edits are kept), readable by
+/// every user and writable by root alone.
+pub fn managed_config(dir: &Path) -> Result<PathBuf> {
+    crate::platform::create_shared_dir(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("config.toml");
+    if !path.exists() {
+        let text = "# loopgate's settings for every user of this managed install: the hooks read\n\
+                    # this file only (not ~/.config/loopgate or a project's .claude/loopgate.toml).\n\
+                    # Root's to edit; `loopgate config --config <this file>` shows the keys.\n";
+        write_atomic(
+            &path,
+            text.as_bytes(),
+            crate::platform::world_readable_permissions().as_ref(),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let crate::platform::SystemOwned::No(why) = crate::platform::system_owned(&path) {
+        bail!("{why}: the agent, running as a user, could change the managed hooks' settings");
+    }
+    Ok(path)
+}
+
+/// The drop-in's settings: loopgate's hooks and the keys `locks` asks for.
+pub fn managed_settings(command_prefix: &str, locks: ManagedLocks) -> Value {
+    let mut hooks = hook_block(command_prefix);
+    // The binary check's advice after an upgrade is root's command here.
+    for handler in hooks["SessionStart"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter_map(|group| group["hooks"].as_array_mut())
+        .flatten()
+    {
+        let Some(command) = handler["command"].as_str() else {
+            continue;
+        };
+        if let Some(p) = pin::parse(command) {
+            let notice = pin::managed_session_start_notice(p.path);
+            let managed = pin::wrap(&pin::Pinned {
+                notice: &notice,
+                ..p
+            });
+            handler["command"] = json!(managed);
+        }
+    }
+    let mut settings = json!({ "hooks": hooks });
+    if locks.managed_hooks_only {
+        settings["allowManagedHooksOnly"] = json!(true);
+    }
+    let loader = crate::platform::loader_vars();
+    if locks.loader_env && !loader.is_empty() {
+        settings["env"] = loader.iter().map(|k| (k.to_string(), json!(""))).collect();
+    }
+    settings
 }
 
 /// The binary's file name in [`crate::platform::system_install_dir`].
@@ -1753,13 +1843,25 @@ mod tests {
     }
 
     #[test]
-    fn managed_drop_in_holds_only_loopgates_hooks() {
+    fn managed_drop_in_holds_loopgates_hooks_and_the_locks_asked_for() {
         let d = tempfile::tempdir().unwrap();
-        let msg = run_managed(d.path(), PREFIX, false).unwrap();
-        assert!(msg.starts_with("installed"), "{msg}");
         let path = d.path().join("managed-settings.d").join(MANAGED_FILE);
-        let v: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(v, json!({ "hooks": hook_block(PREFIX) }));
+        let read =
+            || -> Value { serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap() };
+        let none = ManagedLocks {
+            managed_hooks_only: false,
+            loader_env: false,
+            config: false,
+        };
+        run_managed(d.path(), PREFIX, none, false).unwrap();
+        assert_eq!(read(), json!({ "hooks": hook_block(PREFIX) }));
+        let msg = run_managed(d.path(), PREFIX, ManagedLocks::default(), false).unwrap();
+        assert!(msg.starts_with("installed"), "{msg}");
+        let v = read();
+        assert_eq!(v["allowManagedHooksOnly"], json!(true));
+        for var in crate::platform::loader_vars() {
+            assert_eq!(v["env"][var], json!(""), "{v}");
+        }
         assert!(has_loopgate_hooks(&v));
         #[cfg(unix)]
         {
@@ -1769,14 +1871,16 @@ mod tests {
                 0o644
             );
         }
-        assert!(run_managed(d.path(), PREFIX, false)
-            .unwrap()
-            .contains("up to date"));
-        assert!(run_managed(d.path(), PREFIX, true)
+        assert!(
+            run_managed(d.path(), PREFIX, ManagedLocks::default(), false)
+                .unwrap()
+                .contains("up to date")
+        );
+        assert!(run_managed(d.path(), PREFIX, ManagedLocks::default(), true)
             .unwrap()
             .starts_with("removed"));
         assert!(!path.exists());
-        assert!(run_managed(d.path(), PREFIX, true)
+        assert!(run_managed(d.path(), PREFIX, ManagedLocks::default(), true)
             .unwrap()
             .contains("nothing to remove"));
     }

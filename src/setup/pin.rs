@@ -68,12 +68,15 @@ pub fn parse(command: &str) -> Option<Pinned<'_>> {
         notice,
     };
     // The guarded command is the pinned binary with plain arguments: no operator can hide in it.
+    // Paths are plain too (a managed install's `--config /usr/local/lib/loopgate/config.toml`,
+    // single-quoted where it has a space): with none of `;|&$<>()` and no backquote or newline,
+    // a quote cannot make one.
     let args = inner
         .strip_prefix(&super::shell_quote(path))?
         .strip_prefix(' ')?;
     let plain = args
         .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b' ');
+        .all(|b| b.is_ascii_alphanumeric() || b"-_./' ".contains(&b));
     (plain && pinnable(path) && !notice.contains('\'') && wrap(&parsed) == command)
         .then_some(parsed)
 }
@@ -99,6 +102,14 @@ pub fn session_start_notice(path: &str) -> String {
          not the binary loopgate setup installed (its SHA-256 differs from the one setup \
          recorded). If you upgraded loopgate, run loopgate setup again; if you did not, \
          something replaced it: reinstall loopgate and run loopgate doctor.\"}}"
+    )
+}
+
+/// [`session_start_notice`] for a managed install, whose fix is root's.
+pub fn managed_session_start_notice(path: &str) -> String {
+    session_start_notice(path).replace(
+        "run loopgate setup again",
+        "run sudo loopgate setup --managed again",
     )
 }
 
@@ -214,6 +225,36 @@ mod tests {
         ] {
             assert_eq!(parse(&bad), None, "{bad}");
             assert_eq!(inner(&bad), bad);
+        }
+    }
+
+    #[test]
+    fn a_managed_installs_flags_and_paths_parse_and_an_operator_does_not() {
+        let Some(&checker) = crate::platform::DIGEST_CHECKERS.first() else {
+            return;
+        };
+        let bin = "/usr/local/lib/loopgate/loopgate";
+        let pinned = |inner: &str| {
+            wrap(&Pinned {
+                digest: &"ab".repeat(32),
+                path: bin,
+                checker,
+                inner,
+                notice: &session_start_notice(bin),
+            })
+        };
+        for good in [
+            format!("{bin} --ignore-env --config /usr/local/lib/loopgate/config.toml session-start"),
+            format!("{bin} --ignore-env --config '/Library/Application Support/loopgate/config.toml' session-start"),
+        ] {
+            assert_eq!(parse(&pinned(&good)).map(|p| p.inner), Some(good.as_str()));
+        }
+        for bad in [
+            format!("{bin} --config x; rm -rf ~ session-start"),
+            format!("{bin} --config $(evil) session-start"),
+            format!("{bin} --config 'a' >/dev/null session-start"),
+        ] {
+            assert_eq!(parse(&pinned(&bad)), None, "{bad}");
         }
     }
 }

@@ -52,6 +52,8 @@ pub struct Scenario {
     args: Vec<String>,
     /// Set after the base environment, replacing a variable of the same name.
     env: Vec<(String, String)>,
+    /// A program and its arguments that run `claude` (another user, another mount namespace).
+    launcher: Vec<String>,
     /// Kept last so the directories outlive everything that points into them.
     root: TempDir,
 }
@@ -90,6 +92,7 @@ impl Scenario {
             claude,
             args: Vec::new(),
             env: Vec::new(),
+            launcher: Vec::new(),
             root,
         };
         scenario.init_project();
@@ -232,6 +235,27 @@ impl Scenario {
     /// `CLAUDE_PLUGIN_DATA` of the loopgate plugin given by `--plugin-dir` (hooks-observed.md 3e).
     pub fn plugin_data(&self) -> PathBuf {
         self.home.join(".claude/plugins/data/loopgate-inline")
+    }
+
+    /// Runs `claude` through `launcher` (its program and arguments, then claude's path and
+    /// arguments), e.g. `nsenter … setpriv …` for [`super::managed`].
+    pub fn launch_with(&mut self, launcher: &[String]) {
+        self.launcher = launcher.to_vec();
+    }
+
+    /// claude's own arguments for the runs (after the harness's), e.g. `--bare`.
+    pub fn set_args(&mut self, args: &[&str]) {
+        self.args = args.iter().map(|a| a.to_string()).collect();
+    }
+
+    /// The scenario's temp dir, holding home, project, state and tmp.
+    pub fn root_dir(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// Takes back what [`Scenario::set_env`] set.
+    pub fn unset_env(&mut self, key: &str) {
+        self.env.retain(|(k, _)| k != key);
     }
 
     /// Sets an environment variable of the runs, replacing the base environment's value.
@@ -433,7 +457,14 @@ impl Scenario {
     ) -> Child {
         let stdout = File::create(out_dir.join("stdout.jsonl")).unwrap();
         let stderr = File::create(out_dir.join("stderr.txt")).unwrap();
-        let mut cmd = Command::new(&self.claude);
+        let mut cmd = match self.launcher.split_first() {
+            Some((program, args)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(&self.claude);
+                cmd
+            }
+            None => Command::new(&self.claude),
+        };
         cmd.args(head)
             .arg("--dangerously-skip-permissions")
             .args(&self.args)

@@ -26,6 +26,8 @@
 //! - `progress`: issue 9, a same-content write loop and a parallel batch with one failure.
 //! - `sessions`: issue 36, one session of a person: questions then a task, a new instruction
 //!   after failed turns, a background command polled until it finishes.
+//! - `managed`: issue 37, `setup --managed` in a private mount namespace, attacked by its
+//!   unprivileged agent.
 //! - `agent_sdk`: issue 28, the Claude Agent SDK (TypeScript and Python) through both routes.
 
 mod agent_sdk;
@@ -39,6 +41,7 @@ mod harness;
 mod http;
 mod interactive;
 mod loops;
+mod managed;
 mod plugin_install;
 mod plugin_sanction;
 mod plugin_validate;

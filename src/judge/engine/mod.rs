@@ -129,6 +129,12 @@ fn judge_event(
             let (key, v) = pre_tool_use(state, p, ctx);
             (v, Some(key))
         }
+        Event::PostToolUse | Event::PostToolUseFailure if answered_already(state, p) => {
+            // Claude Code sends managed settings' hooks a PostToolUse (`tool_response`
+            // "Error: …") after the PostToolUseFailure of the same failed call
+            // (docs/managed-observed.md): counted as a success, it cleared every failure count.
+            (Vec::new(), None)
+        }
         Event::PostToolUse | Event::PostToolUseFailure => {
             follow_turn(state, p, ctx, false);
             let (key, v) = post_tool_use(state, p, event == Event::PostToolUse, ctx);
@@ -212,6 +218,19 @@ pub fn decision_name(event: Event, action: Action) -> &'static str {
         ) => "block",
         (_, a) => a.name(),
     }
+}
+
+/// Whether this Post event reports on a call whose answer is already in its agent's ledger, and
+/// not in flight again under the same id. The ordinary Post event finds its call pending and
+/// stops there, before the ledger is searched.
+fn answered_already(state: &SessionState, p: &Payload) -> bool {
+    let id = p.tool_use_id.as_deref().unwrap_or("");
+    state.agents.get(&p.agent_key()).is_some_and(|a| {
+        a.ledger
+            .pending_by_id(&crate::protocol::payload::stored_id(id))
+            .is_none()
+            && a.ledger.finished(id)
+    })
 }
 
 #[cfg(test)]
