@@ -243,6 +243,11 @@ impl Scenario {
         self.launcher = launcher.to_vec();
     }
 
+    /// The `claude` the runs start (another user may not reach the pinned one's directory).
+    pub fn use_cli(&mut self, claude: &Path) {
+        self.claude = claude.to_path_buf();
+    }
+
     /// claude's own arguments for the runs (after the harness's), e.g. `--bare`.
     pub fn set_args(&mut self, args: &[&str]) {
         self.args = args.iter().map(|a| a.to_string()).collect();

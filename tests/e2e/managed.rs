@@ -314,12 +314,28 @@ fn e2e_a_managed_install_holds_against_its_unprivileged_agent() {
     for dir in [&s.home, &s.project, &state, &s.tmp_dir().to_path_buf()] {
         chown_agent(dir);
     }
-    let claude = super::claude_cli::require().expect("found by Scenario::new");
+    let mut claude = super::claude_cli::require().expect("found by Scenario::new");
+    if !ns
+        .agent_sh(&s, &format!("test -x '{}'", claude.display()))
+        .status
+        .success()
+    {
+        // A checkout under a directory others cannot search (`/root`): the agent's user runs
+        // a copy where it can reach it (a hard link where the file system allows).
+        let copy = sys.join("claude");
+        // `node_modules/.bin/claude` is a relative link: link to what it names.
+        let claude_file = fs::canonicalize(&claude).unwrap();
+        if fs::hard_link(&claude_file, &copy).is_err() {
+            fs::copy(&claude_file, &copy).unwrap();
+        }
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+        s.use_cli(&copy);
+        claude = copy;
+    }
     let reach = ns.agent_sh(&s, &format!("test -x '{}'", claude.display()));
     assert!(
         reach.status.success(),
-        "uid {AGENT_UID} cannot run {}: every directory above it must be searchable by others \
-         (chmod o+x), as a checkout under /root is not",
+        "uid {AGENT_UID} cannot run {}",
         claude.display()
     );
     // nsenter starts in the namespace holder's directory: claude is started in the project.
