@@ -37,6 +37,11 @@ const TABLE: &[(&str, Rule)] = &[
     ("housekeeping.*", Rule::UserOnly),
     ("exempt.*", Rule::UserOnly),
     ("notify.*", Rule::UserOnly),
+    // The figures the budget is priced with: a project could only make a loop look cheaper.
+    ("budget.prices.*", Rule::UserOnly),
+    ("budget.estimate_model", Rule::UserOnly),
+    ("budget.estimate_input_tokens", Rule::Higher),
+    ("budget.estimate_output_tokens", Rule::Higher),
     ("progress.when", Rule::Order(&["always", "unattended"])),
     ("*.enabled", Rule::OnOnly),
     ("*.rust", Rule::OnOnly),

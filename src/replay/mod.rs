@@ -21,6 +21,7 @@ pub mod format;
 pub mod gemini;
 mod native;
 pub mod opencode;
+pub mod pricing;
 pub mod transcript;
 
 pub use format::Cli;
