@@ -16,8 +16,7 @@ use crate::judge::state::SessionState;
 use crate::protocol::dialect::Agent;
 use crate::protocol::payload::Event;
 use crate::protocol::verdict::{Action, Verdict};
-use crate::replay::cost::ms;
-use crate::replay::pricing::{price_with, Usage};
+use crate::replay::spend;
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -37,16 +36,7 @@ pub(super) fn step(
 ) {
     let b = &cfg.budget;
     let event = call.event;
-    if !b.enabled
-        || !matches!(
-            event,
-            Event::PreToolUse
-                | Event::PostToolUse
-                | Event::PostToolUseFailure
-                | Event::PostToolBatch
-                | Event::Stop
-        )
-    {
+    if !b.enabled || !budget::follows(event) {
         return;
     }
     if !budget::follow(state, &call.payload.agent_key(), verdicts, call.now_ms) {
@@ -97,7 +87,7 @@ fn spend(call: &Call, dir: Option<&Path>, state: &mut SessionState, cfg: &Config
     match call.agent {
         Agent::Claude => {
             let mut s = tail()
-                .map(|t| claude(&t, since, prices))
+                .map(|t| spend::of(&spend::claude(&t), since, u64::MAX, prices))
                 .unwrap_or_default();
             // Claude Code's own figure, where loopgate's status line recorded it: the dollars
             // between two loop calls are its difference (tokens still from the transcript).
@@ -111,21 +101,11 @@ fn spend(call: &Call, dir: Option<&Path>, state: &mut SessionState, cfg: &Config
             state.budget.live_mark = live;
             s
         }
-        Agent::Codex => tail().map(|t| codex(&t, since, prices)).unwrap_or_default(),
+        Agent::Codex => tail()
+            .map(|t| spend::of(&spend::codex(&t), since, u64::MAX, prices))
+            .unwrap_or_default(),
         // No usage loopgate can read: one loop call is taken to cost the configured estimate.
-        _ if call.event == Event::PreToolUse => {
-            let u = Usage {
-                input: cfg.budget.estimate_input_tokens,
-                output: cfg.budget.estimate_output_tokens,
-                ..Usage::default()
-            };
-            Spend {
-                usd: price_with(&cfg.budget.estimate_model, &u, prices).unwrap_or(0.0),
-                tokens: u.total(),
-                responses: 1,
-                latest_ms: call.now_ms,
-            }
-        }
+        _ if call.event == Event::PreToolUse => spend::estimate(&cfg.budget, call.now_ms),
         _ => Spend::default(),
     }
 }
@@ -150,130 +130,4 @@ fn tail(path: &Path) -> Option<String> {
         0
     };
     Some(String::from_utf8_lossy(&buf[start..]).into_owned())
-}
-
-/// Claude Code's assistant messages from `since` on: one response per `message.id` (it writes a
-/// line per content block, each with the message's usage), priced by its model.
-fn claude(text: &str, since: u64, prices: &crate::config::BudgetPrices) -> Spend {
-    let mut responses: Vec<(String, u64, String, Usage)> = Vec::new();
-    for line in text.lines() {
-        if !line.contains("\"assistant\"") {
-            continue;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        if v["type"] != "assistant" {
-            continue;
-        }
-        let msg = &v["message"];
-        let id = msg["id"].as_str().unwrap_or("").to_string();
-        let usage = Usage::of(&msg["usage"]);
-        match responses.last_mut() {
-            Some(last) if !id.is_empty() && last.0 == id => last.3 = usage,
-            _ => responses.push((
-                id,
-                ms(&v),
-                msg["model"].as_str().unwrap_or("").to_string(),
-                usage,
-            )),
-        }
-    }
-    let mut s = Spend::default();
-    for (_, at, model, usage) in responses.iter().filter(|r| r.1 >= since) {
-        s.usd += price_with(model, usage, prices).unwrap_or(0.0);
-        s.tokens += usage.total();
-        s.responses += 1;
-        s.latest_ms = s.latest_ms.max(*at);
-    }
-    s
-}
-
-/// Codex's `token_count` events from `since` on (each model request's `last_token_usage`; an
-/// event repeating the previous total is the same request said again), priced by the model of
-/// the turn they belong to.
-fn codex(text: &str, since: u64, prices: &crate::config::BudgetPrices) -> Spend {
-    let mut s = Spend::default();
-    let mut model = String::new();
-    let mut total = None;
-    for line in text.lines() {
-        if !line.contains("\"token_count\"") && !line.contains("\"turn_context\"") {
-            continue;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        let p = &v["payload"];
-        if v["type"] == "turn_context" {
-            if let Some(m) = p["model"].as_str() {
-                model = m.to_string();
-            }
-            continue;
-        }
-        if p["type"] != "token_count" {
-            continue;
-        }
-        let info = &p["info"];
-        let now_total = info["total_token_usage"]["total_tokens"].as_u64();
-        if now_total.is_some() && now_total == total {
-            continue;
-        }
-        total = now_total;
-        let at = ms(&v);
-        if at < since || info["last_token_usage"].is_null() {
-            continue;
-        }
-        let usage = Usage::of_codex(&info["last_token_usage"]);
-        s.usd += price_with(&model, &usage, prices).unwrap_or(0.0);
-        s.tokens += usage.total();
-        s.responses += 1;
-        s.latest_ms = s.latest_ms.max(at);
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn claude_counts_each_response_once_from_the_loop_on() {
-        let line = |id: &str, ts: &str, out: u64| {
-            serde_json::json!({"type": "assistant", "timestamp": ts, "message": {
-                "id": id, "model": "claude-opus-4-5",
-                "usage": {"input_tokens": 1_000_000, "output_tokens": out}}})
-            .to_string()
-        };
-        let text = [
-            line("a", "2026-01-01T00:00:00Z", 0),
-            line("b", "2026-01-01T00:01:00Z", 0),
-            line("b", "2026-01-01T00:01:01Z", 1_000_000),
-        ]
-        .join("\n");
-        let since = 1_767_225_660_000; // 00:01:00
-        let s = claude(&text, since, &Default::default());
-        assert_eq!(s.responses, 1);
-        assert_eq!(s.usd, 30.0);
-    }
-
-    #[test]
-    fn codex_skips_a_total_said_again() {
-        let ev = |ts: &str, total: u64| {
-            serde_json::json!({"timestamp": ts, "type": "event_msg", "payload": {"type": "token_count",
-                "info": {"total_token_usage": {"total_tokens": total},
-                         "last_token_usage": {"input_tokens": 1_000_000, "output_tokens": 0}}}})
-            .to_string()
-        };
-        let ctx = r#"{"timestamp":"2026-01-01T00:00:00Z","type":"turn_context","payload":{"model":"gpt-5.5"}}"#;
-        let text = [
-            ctx.to_string(),
-            ev("2026-01-01T00:00:01Z", 10),
-            ev("2026-01-01T00:00:02Z", 10),
-            ev("2026-01-01T00:00:03Z", 20),
-        ]
-        .join("\n");
-        let s = codex(&text, 0, &Default::default());
-        assert_eq!(s.responses, 2);
-        assert_eq!(s.usd, 2.5);
-    }
 }

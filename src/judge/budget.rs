@@ -36,6 +36,18 @@ pub struct Day {
     pub tokens: u64,
 }
 
+/// The events the budget follows: a tool call's, a model turn's end and the turn's.
+pub fn follows(event: Event) -> bool {
+    matches!(
+        event,
+        Event::PreToolUse
+            | Event::PostToolUse
+            | Event::PostToolUseFailure
+            | Event::PostToolBatch
+            | Event::Stop
+    )
+}
+
 /// Follows the loop window with this call's verdicts, and says whether the call is part of a
 /// loop (the only calls whose spend is read). A new turn or a new state of the work closes the
 /// window; a loop verdict (a refusal, or a warning that a loop is under way) opens it, from the
