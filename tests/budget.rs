@@ -272,3 +272,62 @@ fn a_corrupt_or_missing_day_ledger_fails_open() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(env.state.join("budget-day.json").exists());
 }
+
+#[cfg(unix)]
+#[test]
+fn the_person_hears_of_the_warning_and_the_pause_and_every_view_shows_loop_spend() {
+    let got = std::env::temp_dir().join(format!("loopgate-budget-notices-{}", std::process::id()));
+    let _ = std::fs::remove_file(&got);
+    let mut env = env_with(&format!(
+        "{ONE_DOLLAR}[notify]\ncommand = [\"sh\", \"-c\", \"cat >> \\\"$0\\\"; echo >> \\\"$0\\\"\", \"{}\"]\n",
+        got.display()
+    ))
+    .var("CLAUDE_CODE_SESSION_ATTENDED", "1");
+    env.new_prompt("p-1");
+    let paused = (0..10).any(|_| asked(&looped(&env)));
+    assert!(paused);
+    let text = std::fs::read_to_string(&got).unwrap_or_default();
+    let _ = std::fs::remove_file(&got);
+    let notices: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let kinds: Vec<(&str, &str)> = notices
+        .iter()
+        .map(|n| {
+            (
+                n["kind"].as_str().unwrap(),
+                n["reason_code"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(kinds, [("budget", "budget"), ("halt", "budget")], "{text}");
+    assert_eq!(notices[1]["evidence"]["limit"], 1.0);
+
+    // The status line records Claude Code's own cost (for the budget) and shows loop spend.
+    let line = env.run(
+        &["statusline"],
+        json!({"session_id": env.session, "cost": {"total_cost_usd": 2.5}})
+            .to_string()
+            .as_bytes(),
+    );
+    assert!(line.stdout.contains("loops $1.00/$1.00"), "{}", line.stdout);
+    let live: Vec<_> = std::fs::read_dir(env.state.join("live")).unwrap().collect();
+    assert_eq!(live.len(), 1, "one tiny file for the session");
+    // status (text and JSON) and report show it too.
+    let status = env.run(&["status"], b"");
+    assert!(
+        status.stdout.contains("loop budget: $1.00 of $1.00"),
+        "{}",
+        status.stdout
+    );
+    assert_eq!(budget_of(&env)["session_limit_usd"], 1.0);
+    let report = env.run(&["report", "--json"], b"");
+    let r: Value = serde_json::from_str(&report.stdout).unwrap();
+    assert!(
+        r["budget"]["day_usd"].as_f64().unwrap() >= 1.0,
+        "{:#}",
+        r["budget"]
+    );
+    assert_eq!(r["budget"]["sessions"][0]["session"], env.session);
+}
