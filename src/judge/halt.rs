@@ -204,3 +204,18 @@ pub fn how_to_resume(session: &str, claude: bool) -> String {
         format!("run `loopgate continue --session {session}`, then send your next prompt")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Scripts read the codes from the docs' table: every code is there.
+    #[test]
+    fn every_reason_code_is_in_the_docs_table() {
+        let doc = include_str!("../../docs/commands.md");
+        for code in super::code::ALL {
+            assert!(
+                doc.contains(&format!("| `{code}` |")),
+                "docs/commands.md lacks the halt code {code}"
+            );
+        }
+    }
+}
