@@ -57,9 +57,9 @@ pub struct Budget {
     pub session_usd: f64,
     /// Loop spend of the day (UTC) across every session and CLI: the backstop.
     pub day_usd: f64,
-    /// The same bounds in tokens, when set.
-    pub session_tokens: Option<u64>,
-    pub day_tokens: Option<u64>,
+    /// The same bounds in tokens; 0: not used.
+    pub session_tokens: u64,
+    pub day_tokens: u64,
     /// The fraction of a bound at which the agent and the person are warned.
     pub warn_at: f64,
     /// Where a CLI records no usage loopgate can read (Gemini, Qwen, Copilot, OpenCode, Kilo):
@@ -88,8 +88,8 @@ impl Default for Budget {
             enabled: true,
             session_usd: 5.0,
             day_usd: 20.0,
-            session_tokens: None,
-            day_tokens: None,
+            session_tokens: 0,
+            day_tokens: 0,
             warn_at: 0.8,
             estimate_input_tokens: 30_000,
             estimate_output_tokens: 500,

@@ -161,7 +161,7 @@ fn bounds(b: &LoopBudget, cfg: &Budget, today: &str) -> Vec<Bound> {
             unit: "usd",
         },
     ];
-    if let Some(t) = cfg.session_tokens {
+    if let Some(t) = Some(cfg.session_tokens).filter(|t| *t > 0) {
         out.push(Bound {
             scope: "session",
             used: b.tokens.saturating_sub(b.forgiven_tokens) as f64,
@@ -169,7 +169,7 @@ fn bounds(b: &LoopBudget, cfg: &Budget, today: &str) -> Vec<Bound> {
             unit: "tokens",
         });
     }
-    if let Some(t) = cfg.day_tokens {
+    if let Some(t) = Some(cfg.day_tokens).filter(|t| *t > 0) {
         out.push(Bound {
             scope: "day",
             used: day_tokens as f64,

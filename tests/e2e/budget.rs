@@ -30,32 +30,13 @@ fn e2e_a_loop_reaches_the_budget_and_the_unattended_turn_ends() {
     assert_clean_exit(&run);
     let warned = run.events_where(|e| e["detector"] == "budget" && e["decision"] == "warn");
     assert!(warned.len() <= 1, "{}", run.summary());
-    let paused = run.events_where(|e| e["detector"] == "budget" && e["decision"] != "warn");
-    let steps: Vec<(String, String)> = paused
-        .iter()
-        .map(|e| (e["event"].to_string(), e["decision"].to_string()))
-        .collect();
-    assert_eq!(
-        steps,
-        [
-            ("\"PreToolUse\"".to_string(), "\"deny\"".to_string()),
-            ("\"PostToolBatch\"".to_string(), "\"block\"".to_string())
-        ],
-        "{}",
-        run.summary()
-    );
+    let paused = assert_refused_then_run_ended(&run, "budget");
     assert_eq!(paused[1]["evidence"]["halt"], "budget");
     // The figure is the transcript's: five responses of the loop, priced.
     let spent = paused[1]["evidence"]["spent"].as_f64().unwrap();
     assert!(
         (0.0045..0.0065).contains(&spent),
         "{spent}\n{}",
-        run.summary()
-    );
-    assert_eq!(
-        run.terminal_reason(),
-        Some("hook_stopped"),
-        "{}",
         run.summary()
     );
     let last_turn = run.requests.iter().map(|r| r.turn).max().unwrap_or(0);
