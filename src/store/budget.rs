@@ -109,9 +109,10 @@ pub fn day(dir: &Path, now_ms: u64) -> Day {
     }
 }
 
-fn live_path(dir: &Path, session: &str) -> PathBuf {
-    dir.join(LIVE_DIR)
-        .join(format!("{}.cost", crate::store::Store::stem(session)))
+/// The status line's record of a session's own cost, by the session's file stem
+/// (housekeeping removes it with the session).
+pub fn live_path(dir: &Path, stem: &str) -> PathBuf {
+    dir.join(LIVE_DIR).join(format!("{stem}.cost"))
 }
 
 /// Records Claude Code's own cost of the session (`cost.total_cost_usd` of the status line's
@@ -121,7 +122,7 @@ pub fn write_live(dir: &Path, session: &str, usd: f64) {
     if !usd.is_finite() || usd < 0.0 {
         return;
     }
-    let path = live_path(dir, session);
+    let path = live_path(dir, &crate::store::Store::stem(session));
     let text = format!("{usd}");
     if std::fs::read_to_string(&path).is_ok_and(|t| t == text) {
         return;
@@ -141,11 +142,15 @@ pub fn write_live(dir: &Path, session: &str, usd: f64) {
 
 /// Claude Code's own cost of the session as the status line last recorded it, if it did.
 pub fn read_live(dir: &Path, session: &str) -> Option<f64> {
-    crate::platform::bounded::read_text(&live_path(dir, session), None, 64)
-        .ok()
-        .flatten()
-        .and_then(|t| t.trim().parse::<f64>().ok())
-        .filter(|u| u.is_finite() && *u >= 0.0)
+    crate::platform::bounded::read_text(
+        &live_path(dir, &crate::store::Store::stem(session)),
+        None,
+        64,
+    )
+    .ok()
+    .flatten()
+    .and_then(|t| t.trim().parse::<f64>().ok())
+    .filter(|u| u.is_finite() && *u >= 0.0)
 }
 
 #[cfg(test)]
