@@ -222,7 +222,17 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             session,
             all,
             json,
-        } => cmd::reset::run(&open(state)?, session.as_deref(), *all, timeout, *json)?,
+        } => {
+            let loaded = cmd::load_config(cli.config.as_deref(), false, None);
+            cmd::reset::run(
+                &open(state)?,
+                session.as_deref(),
+                *all,
+                timeout,
+                *json,
+                &loaded.config,
+            )?
+        }
         Command::Setup {
             agent,
             settings,
@@ -249,7 +259,7 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
                     .clone()
                     .unwrap_or_else(crate::config::paths::claude_managed_dir)
             }),
-            state_dir: hook::state_dir(cli).ok(),
+            state_dir: cmd::state_dir(cli.state_dir.clone()).ok(),
             install_dir: install_dir.as_deref(),
         })?,
         Command::Report {

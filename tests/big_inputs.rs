@@ -28,7 +28,7 @@ fn limited(env: &Env, sub: &str, stdin: Vec<u8>) -> Ran {
     cmd.arg("-c")
         .arg(format!("ulimit -v {LIMIT_KIB} && exec \"$0\" \"$@\""))
         .arg(BIN)
-        .arg(sub)
+        .args(env.hook_args(&[sub]))
         .env_clear();
     for (k, v) in std_cmd.get_envs() {
         if let Some(v) = v {

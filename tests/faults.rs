@@ -42,7 +42,7 @@ pub(crate) fn std_command(env: &Env, program: &str, args: &[&str]) -> Command {
         .env("LOOPGATE_STATE_DIR", &env.state)
         .env("CLAUDE_PROJECT_DIR", &env.project)
         .current_dir(&env.project)
-        .args(args);
+        .args(env.hook_args(args));
     for (k, v) in &env.vars {
         c.env(k, v);
     }

@@ -407,7 +407,7 @@ fn status_after_a_reset_says_so_and_report_keeps_the_history() {
 
 #[test]
 fn observe_mode_shows_in_doctor_config_and_status() {
-    let env = Env::new().var("LOOPGATE_MODE", "observe");
+    let env = Env::new().observe();
     let home = env.state.parent().unwrap().to_path_buf();
     let out = env.run(&["setup", "--observe"], b"");
     assert_eq!(out.code, 0, "{}", out.stderr);

@@ -145,7 +145,7 @@ fn continue_from_outside_for_the_other_clis_and_the_agent_cannot_run_it() {
 
 /// A receiver on 127.0.0.1 that records each request's body; `answer` false: it accepts and
 /// never answers (a receiver that hangs).
-fn receiver(answer: bool) -> (String, std::sync::mpsc::Receiver<String>) {
+pub(crate) fn receiver(answer: bool) -> (String, std::sync::mpsc::Receiver<String>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/hook", l.local_addr().unwrap());
     let (tx, rx) = std::sync::mpsc::channel();
@@ -386,4 +386,55 @@ fn loopgates_own_stop_gate_is_never_ended_as_another_hooks_loop() {
         "{h:#}"
     );
     assert_eq!(h["halt"]["evidence"]["stop_blocks"], 8);
+}
+
+/// Gemini CLI re-feeds a blocked AfterAgent's reason as a new prompt (BeforeAgent), so each
+/// blocked Stop arrives in a turn of its own; the CLI's `stop_hook_active` still says it follows
+/// a block. loopgate ends it with `continue: false` (a `block` would be re-fed as one more
+/// prompt), and a real prompt between starts the count over.
+#[test]
+fn geminis_endless_after_agent_blocks_are_ended_across_its_re_fed_prompts() {
+    let env = Env::new();
+    let prompt = |text: &str| {
+        env.run(
+            &["--agent", "gemini", "user-prompt-submit"],
+            json!({"session_id": "g1", "hook_event_name": "BeforeAgent", "prompt": text,
+                   "cwd": env.project})
+            .to_string()
+            .as_bytes(),
+        )
+    };
+    let after_agent = |active: bool| {
+        env.run(
+            &["--agent", "gemini", "stop"],
+            json!({"session_id": "g1", "hook_event_name": "AfterAgent", "prompt": "Say done.",
+                   "prompt_response": "Done.", "stop_hook_active": active, "cwd": env.project})
+            .to_string()
+            .as_bytes(),
+        )
+    };
+    prompt("Say done.");
+    assert_eq!(after_agent(false).stdout.trim(), "");
+    for n in 1..5 {
+        prompt("OTHER-HOOK: keep going");
+        assert_eq!(after_agent(true).stdout.trim(), "", "block {n}");
+    }
+    prompt("OTHER-HOOK: keep going");
+    let v: Value = serde_json::from_str(after_agent(true).stdout.trim()).unwrap();
+    assert_eq!(v["continue"], false, "{v}");
+    assert!(v.get("decision").is_none(), "a block would be re-fed: {v}");
+
+    // Fewer than 5 blocks, then a Stop the CLI says follows no block: the count starts over.
+    for round in 0..2 {
+        prompt("The next task.");
+        assert_eq!(after_agent(false).stdout.trim(), "");
+        for n in 1..5 {
+            prompt("OTHER-HOOK: keep going");
+            assert_eq!(
+                after_agent(true).stdout.trim(),
+                "",
+                "round {round}, block {n}"
+            );
+        }
+    }
 }

@@ -30,5 +30,6 @@ mod secrets;
 mod setup_agents;
 mod statusline;
 mod stop_gate;
+mod tell;
 mod uninstall;
 mod wiring_check;

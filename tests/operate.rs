@@ -172,12 +172,26 @@ fn a_missing_explicit_config_is_an_error() {
         out.stderr.trim(),
         "loopgate: config file /nonexistent/loopgate.toml does not exist"
     );
-    let env = env.var("LOOPGATE_CONFIG", "/nonexistent/lg.toml");
-    let out = env.pre("Bash", json!({"command": "ls"}), "m1");
+    let p = env.base(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "m1"}),
+    );
+    let out = env.run(
+        &["--config", "/nonexistent/lg.toml", "pre-tool-use"],
+        p.to_string().as_bytes(),
+    );
     assert_eq!(out.code, 0);
     assert_eq!(
         system_message(&out).unwrap(),
-        "loopgate: configuration problem: config file /nonexistent/lg.toml (from LOOPGATE_CONFIG) does not exist; the user and project files are not read while LOOPGATE_CONFIG is set, so defaults apply (run `loopgate doctor`; shown once per session)"
+        "loopgate: configuration problem: config file /nonexistent/lg.toml (from --config) does not exist; the user and project files are not read while --config is set, so defaults apply (run `loopgate doctor`; shown once per session)"
+    );
+    // In a hook, `LOOPGATE_CONFIG` is not read (a settings file's `env` can set it): told.
+    let env = Env::new().var("LOOPGATE_CONFIG", "/nonexistent/lg.toml");
+    let out = env.pre("Bash", json!({"command": "ls"}), "m2");
+    let told = system_message(&out).unwrap();
+    assert!(
+        told.contains("LOOPGATE_CONFIG=/nonexistent/lg.toml") && told.contains("ignored"),
+        "{told}"
     );
 }
 
@@ -187,12 +201,21 @@ fn loopgate_disable_accepts_the_usual_booleans() {
         let env = Env::new().var("LOOPGATE_DISABLE", value);
         for i in 0..6 {
             let out = env.bash("make deploy", Err("Exit code 2\nmake: *** No rule"));
-            assert!(out.is_silent_allow(), "{value} call {i}: {}", out.stdout);
+            assert!(!out.denied(), "{value} call {i}: {}", out.stdout);
+            // Switched off, and the session told so once, at its first call.
+            let told = system_message(&out).unwrap_or_default();
+            assert_eq!(
+                i == 0,
+                told.contains("LOOPGATE_DISABLE is set"),
+                "{value} call {i}: {told}"
+            );
         }
-        assert!(
-            !env.state.join("sessions").exists(),
-            "{value}: nothing recorded"
-        );
+        let states = std::fs::read_dir(env.state.join("sessions"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "state"))
+            .count();
+        assert_eq!(states, 0, "{value}: no call recorded");
     }
     let env = Env::new().var("LOOPGATE_DISABLE", "maybe");
     let out = env.pre("Bash", json!({"command": "ls"}), "d1");
@@ -402,7 +425,7 @@ fn doctor_passes_a_good_install_and_names_the_fix_for_each_break() {
     assert_eq!(unwritable.code, 1);
     let line = failed_line(&unwritable, "state dir");
     assert!(
-        line.contains("fix: make") && line.contains("LOOPGATE_STATE_DIR"),
+        line.contains("fix: make") && line.contains("--state-dir"),
         "{line}"
     );
 

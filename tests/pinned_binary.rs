@@ -184,11 +184,17 @@ fn the_binary_check_removed_from_the_settings_is_put_back() {
             "{name}: the check is put back: {now}"
         );
     }
-    // Harmless twin: a digest that is not the binary's (the binary upgraded since setup) stays;
-    // the shell tells the person at the next session start.
+    // A digest that is not the binary's (the binary upgraded since setup, or the first step of
+    // a binary-and-digest rewrite) stays, and is told at once; the shell tells the person again
+    // at the next session start.
     let digest = start[6..70].to_string();
     let mut v = wrote.clone();
-    v["hooks"]["SessionStart"][0]["hooks"][0]["command"] =
-        json!(start.replace(&digest, &"0".repeat(64)));
-    assert_eq!(change(&v), "");
+    let zeroed = start.replace(&digest, &"0".repeat(64));
+    v["hooks"]["SessionStart"][0]["hooks"][0]["command"] = json!(zeroed);
+    let told = change(&v);
+    assert!(!told.contains("\"block\""), "{told}");
+    assert!(told.contains("no longer the running binary's"), "{told}");
+    assert!(settings(&user)["hooks"]["SessionStart"]
+        .to_string()
+        .contains(&"0".repeat(64)));
 }

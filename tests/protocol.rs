@@ -175,7 +175,7 @@ fn a_success_resets_the_failure_count() {
 
 #[test]
 fn observe_mode_denies_nothing_and_logs_would_fire() {
-    let env = Env::new().var("LOOPGATE_MODE", "observe");
+    let env = Env::new().config("mode = \"observe\"\n");
     for _ in 0..6 {
         assert!(env.bash("cargo test", FAIL).is_silent_allow());
     }

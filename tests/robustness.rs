@@ -317,7 +317,7 @@ fn a_tiny_stack_limit_still_judges() {
             "sh",
             &[
                 "-c",
-                "ulimit -s 16 && exec \"$0\" \"$1\"",
+                "ulimit -s 16 && exec \"$0\" \"$@\"",
                 crate::common::BIN,
                 sub,
             ],

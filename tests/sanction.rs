@@ -54,7 +54,7 @@ fn config_change(env: &Env, file: &Path) -> Out {
 }
 
 /// The person's `/loopgate <args>`, as the real CLI sends it, in `session`.
-fn typed(env: &Env, session: &str, args: &str) -> Out {
+pub(crate) fn typed(env: &Env, session: &str, args: &str) -> Out {
     let mut p = fixture("sanction/person-typed-UserPromptExpansion.json");
     p["session_id"] = json!(session);
     p["cwd"] = json!(env.project);

@@ -131,8 +131,7 @@ fn a_notice_stays_on_the_line_and_in_status() {
 /// refusal walked into; they say what would have been refused.
 #[test]
 fn observe_mode_never_claims_a_refusal() {
-    let mut env = Env::new();
-    env.vars.push(("LOOPGATE_MODE".into(), "observe".into()));
+    let env = Env::new().observe();
     let error = "Exit code 1\ncat: config.yml: No such file or directory";
     for _ in 0..6 {
         let out = env.bash("cat config.yml", Err(error));

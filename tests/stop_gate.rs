@@ -187,7 +187,7 @@ fn attended_sessions_are_left_alone_unless_configured() {
 
 #[test]
 fn observe_mode_never_blocks_but_logs() {
-    let mut env = Env::new().git().var("LOOPGATE_MODE", "observe");
+    let mut env = Env::new().git().config("mode = \"observe\"\n");
     failing_edit_turn(&mut env);
     assert!(env.stop(false).is_silent_allow());
     let e = env.events();

@@ -85,7 +85,14 @@ impl Sandbox {
         let config = config
             .to_str()
             .context("a temporary path that is not UTF-8")?;
-        let (ok, stdout, stderr) = self.run(&["--config", config, sub], &p.to_string())?;
+        let state = self.state();
+        let state = state
+            .to_str()
+            .context("the demo's state dir is not UTF-8")?;
+        let (ok, stdout, stderr) = self.run(
+            &["--state-dir", state, "--config", config, sub],
+            &p.to_string(),
+        )?;
         anyhow::ensure!(ok, "the {sub} hook failed: {}", stderr.trim());
         if stdout.trim().is_empty() {
             return Ok(None);

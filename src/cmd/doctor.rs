@@ -157,6 +157,7 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
     out.extend(slash_command(&wiring, inp));
     out.push(mode(&wiring, inp));
     out.push(state_dir(&inp.state_dir));
+    out.extend(hook_environment(inp));
     out.extend(allowed_changes(&inp.state_dir));
     out.push(claude_version(inp));
     out.push(git(inp.project.as_deref()));
@@ -990,14 +991,57 @@ fn mode(w: &Wiring, inp: &Inputs) -> Check {
     )
 }
 
+/// What of this environment a hook would ignore, were the CLI started from it: in a hook the
+/// environment may only tighten loopgate (a settings file's `env` reaches it), so observe mode,
+/// another state dir or config file, or a loosened setting set here does not take effect there.
+fn hook_environment(inp: &Inputs) -> Option<Check> {
+    let mut ignored = crate::config::sources::load(&crate::config::Sources::for_hook(
+        None,
+        false,
+        inp.project.as_deref(),
+    ))
+    .env_ignored;
+    let named = std::env::var_os("LOOPGATE_STATE_DIR").filter(|v| !v.is_empty());
+    if let Some(named) = named {
+        if crate::config::paths::state_dir().as_deref() != Some(Path::new(&named)) {
+            ignored.push(format!(
+                "LOOPGATE_STATE_DIR={}",
+                Path::new(&named).display()
+            ));
+        }
+    }
+    if ignored.is_empty() {
+        return None;
+    }
+    Some(info(
+        "hook environment",
+        crate::judge::redact::mask(&format!(
+            "the hooks ignore {} (in a hook the environment may only tighten loopgate, since a \
+             settings file's `env` reaches it; each session that runs with it is told once): \
+             put the setting in the user config file {}, or add --observe, --state-dir DIR or \
+             --config FILE to the hook commands",
+            ignored.join(", "),
+            crate::config::user_config_file()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "(no home)".into())
+        )),
+    ))
+}
+
 fn state_dir(dir: &Result<PathBuf, String>) -> Check {
     let dir = match dir {
         Ok(d) => d,
-        Err(e) => return fail("state dir", e.clone(), "set HOME, or LOOPGATE_STATE_DIR"),
+        Err(e) => {
+            return fail(
+                "state dir",
+                e.clone(),
+                "set HOME, or add --state-dir DIR to the hook commands",
+            )
+        }
     };
     let shown = dir.display();
     let fix_write = format!(
-        "make {shown} a directory you can write (or set LOOPGATE_STATE_DIR to one); every hook fails open until then"
+        "make {shown} a directory you can write (or add --state-dir DIR to the hook commands); every hook fails open until then"
     );
     if std::fs::symlink_metadata(dir).is_err() {
         // A check creates nothing: the first hook call makes the directory, if it can.
@@ -1048,7 +1092,7 @@ fn state_dir(dir: &Result<PathBuf, String>) -> Check {
             return fail(
                 "state dir",
                 format!("{shown} belongs to uid {}, not to you", dir_own.uid),
-                "use a directory of your own (LOOPGATE_STATE_DIR), or chown it",
+                "use a directory of your own (--state-dir DIR in the hook commands), or chown it",
             );
         }
         let mode = dir_own.mode;

@@ -11,6 +11,7 @@ pub fn run(
     all: bool,
     lock_timeout: Duration,
     as_json: bool,
+    cfg: &crate::config::Config,
 ) -> Result<()> {
     let stems: Vec<String> = if all {
         store.sessions().into_iter().map(|(stem, _)| stem).collect()
@@ -26,6 +27,7 @@ pub fn run(
     };
     let mut done = 0;
     let mut lines = Vec::new();
+    let mut cleared: Vec<String> = Vec::new();
     let now = crate::platform::clock::now_ms();
     for stem in &stems {
         let lock = store.lock_stem(stem, lock_timeout)?;
@@ -52,12 +54,16 @@ pub fn run(
             state.updated_ms = now;
             store.save(&lock, &mut state)?;
             lines.push(reset_line(&state.session, now, &before));
+            cleared.push(state.session.clone());
             done += 1;
         }
     }
     let log = crate::config::Log::default();
     if let Err(e) = crate::store::events::append(store.dir(), &lines, &log, lock_timeout) {
         crate::hook::say(&format!("the reset is not in the event log: {e:#}"));
+    }
+    if done > 0 {
+        notify(store, cfg, &cleared, all, now);
     }
     if as_json {
         println!("{}", serde_json::json!({"reset": done}));
@@ -86,4 +92,35 @@ fn reset_line(session: &str, now_ms: u64, before: &Totals) -> serde_json::Value 
         "reason": "loopgate reset",
         "evidence": {"cleared": before},
     })
+}
+
+/// Every reset goes out to the person's receiver at once, the person's own included: a reset
+/// throws away what loopgate counted, and the receiver cannot tell who typed it.
+fn notify(store: &Store, cfg: &crate::config::Config, sessions: &[String], all: bool, now: u64) {
+    let one = match sessions {
+        [only] if !all => only.as_str(),
+        _ => "*",
+    };
+    let reason = format!(
+        "`loopgate reset{}` cleared the loop state of {} session{}: their loop counts start \
+         again from zero",
+        if all { " --all" } else { "" },
+        sessions.len(),
+        if sessions.len() == 1 { "" } else { "s" }
+    );
+    let notice = crate::hook::notify::Notice {
+        kind: "reset",
+        code: "loopgate_reset",
+        session: one,
+        project: None,
+        cli: "loopgate",
+        reason: &reason,
+        evidence: serde_json::json!({"sessions": sessions, "all": all}),
+        resume: "nothing to resume: if that was not you, `loopgate report` shows what came before"
+            .into(),
+        at_ms: now,
+    };
+    if let Some(failed) = crate::hook::notify::deliver(cfg, Some(store.dir()), "reset", &notice) {
+        crate::hook::say(&failed);
+    }
 }

@@ -215,8 +215,16 @@ fn leave_nothing(
 /// `/loopgate`, the person's command to keep a change loopgate undid, follows the hooks in and
 /// out (a restore included); what the person should know about a session running meanwhile.
 fn slash_command(o: &Options, settings: &Path) -> Vec<String> {
-    let wired = !o.uninstall
-        && crate::setup::read_json(settings).is_ok_and(|v| crate::setup::has_loopgate_hooks(&v));
+    let now = crate::setup::read_json(settings).ok();
+    let wired = !o.uninstall && now.as_ref().is_some_and(crate::setup::has_loopgate_hooks);
+    if let Some(dir) = &o.state_dir {
+        // ConfigChange judges the status line like a handler while loopgate's is installed.
+        let ours = now
+            .as_ref()
+            .and_then(|v| v.get("statusLine"))
+            .is_some_and(crate::setup::is_our_status_line);
+        crate::defence::wiring::note_status_line(dir, wired && ours);
+    }
     if !wired {
         crate::setup::remove_slash_command(settings);
         if !o.uninstall || !session_running(o.state_dir.as_deref()) {

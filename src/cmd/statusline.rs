@@ -57,7 +57,9 @@ fn judge(input: &str, state_dir: Option<PathBuf>) -> (String, Option<SessionStat
     {
         return ("loopgate off (LOOPGATE_DISABLE is set)".into(), None);
     }
-    let dir = state_dir.or_else(|| super::state_dir(None).ok());
+    // As a hook's: the flag or the default, never `LOOPGATE_STATE_DIR` (Claude Code runs the
+    // status line with the settings files' `env`, which could point it at an empty dir).
+    let dir = state_dir.or_else(crate::config::paths::state_dir);
     // A change the person allowed (`/loopgate allow <id>`) that switches loopgate off stays on
     // the status bar while it is in effect: its record is a file an agent could forge.
     if let Some(a) = dir

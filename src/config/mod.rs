@@ -488,6 +488,12 @@ pub struct Sources<'a> {
     /// Fill in [`sources::Loaded::origins`] and [`sources::Loaded::effective`] (a hook call does not need them
     /// and skips the work).
     pub provenance: bool,
+    /// A hook process: its environment is not the person's alone (a settings file's `env` and
+    /// a shell start-up file reach it), so it may only tighten loopgate, as a project file may;
+    /// what would loosen it is ignored and named in [`sources::Loaded::env_ignored`].
+    pub hook: bool,
+    /// Variables already set aside for a hook (`LOOPGATE_CONFIG`), as `NAME=value`.
+    pub ignored: Vec<String>,
 }
 
 impl<'a> Sources<'a> {
@@ -517,7 +523,25 @@ impl<'a> Sources<'a> {
                 .cloned()
                 .collect(),
             provenance: false,
+            hook: false,
+            ignored: Vec::new(),
         }
+    }
+
+    /// The sources of a hook process: the command line and the user file decide what loopgate
+    /// is; its environment may only tighten it. `LOOPGATE_CONFIG` is not read (a file named
+    /// there replaces the user's and the project's, so it could loosen anything).
+    pub fn for_hook(
+        flag_file: Option<&'a Path>,
+        flag_observe: bool,
+        project_dir: Option<&'a Path>,
+    ) -> Sources<'a> {
+        let mut s = Sources::from_process(flag_file, flag_observe, project_dir);
+        s.hook = true;
+        if let Some(f) = s.env_file.take() {
+            s.ignored.push(format!("LOOPGATE_CONFIG={}", f.display()));
+        }
+        s
     }
 }
 

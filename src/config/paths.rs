@@ -11,8 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The one message for a missing home, shared by every command.
-pub const NO_HOME: &str =
-    "HOME is not set; set it (or LOOPGATE_STATE_DIR / --state-dir for state, \
+pub const NO_HOME: &str = "HOME is not set; set it (or --state-dir for state, \
                            --config for the config file) and run this again";
 
 /// The home directory, only when `HOME` is set (on Unix).

@@ -282,6 +282,7 @@ pub fn load(src: &Sources) -> Loaded {
             origins: BTreeMap::new(),
             effective: None,
             missing_explicit,
+            env_ignored: src.ignored.clone(),
         };
     }
 
@@ -303,6 +304,7 @@ pub fn load(src: &Sources) -> Loaded {
                 origins: BTreeMap::new(),
                 effective: None,
                 missing_explicit,
+                env_ignored: src.ignored.clone(),
             };
         }
     }
@@ -333,7 +335,22 @@ pub fn load(src: &Sources) -> Loaded {
         validate(layer, &schema, project, &mut problems);
     }
     let mut merged = schema.clone();
+    let mut env_ignored = src.ignored.clone();
     for layer in layers.iter_mut() {
+        if let (Kind::Env, true) = (&layer.kind, src.hook) {
+            // A hook's environment may only tighten, by the project file's rules.
+            for (path, wanted) in leaves(&layer.table.clone()) {
+                if crate::config::tighten::check(&path, get(&merged, &path), wanted).is_err() {
+                    let var = layer.names.get(&path).cloned().unwrap_or_default();
+                    let shown = match wanted {
+                        Value::String(s) => s.clone(),
+                        v => v.to_string(),
+                    };
+                    env_ignored.push(format!("{var}={shown}"));
+                    remove(&mut layer.table, &path);
+                }
+            }
+        }
         if let Kind::Project(_) = &layer.kind {
             for (path, wanted) in leaves(&layer.table.clone()) {
                 if let Err(why) = crate::config::tighten::check(&path, get(&merged, &path), wanted)
@@ -404,6 +421,7 @@ pub fn load(src: &Sources) -> Loaded {
         origins,
         effective: Some(merged),
         missing_explicit,
+        env_ignored,
     }
 }
 
@@ -813,6 +831,9 @@ pub struct Loaded {
     pub effective: Option<toml::Table>,
     /// An explicit config file (`--config`, `LOOPGATE_CONFIG`) that does not exist.
     pub missing_explicit: Option<PathBuf>,
+    /// In a hook ([`Sources::hook`]): the variables of its environment that would have loosened
+    /// loopgate, as `NAME=value`, ignored.
+    pub env_ignored: Vec<String>,
 }
 
 #[cfg(test)]

@@ -80,6 +80,12 @@ fn plugin_switched_off(settings: &Value) -> Vec<String> {
 /// agent could have written): what `/loopgate allow` tells the person it keeps.
 pub fn effects(settings: &Value, command_prefix: Option<&str>) -> Vec<String> {
     let mut found = disabling(settings, command_prefix.is_none());
+    if settings
+        .get("statusLine")
+        .is_some_and(|v| !setup::is_our_status_line(v))
+    {
+        found.push("its statusLine is not loopgate's".into());
+    }
     if !setup::has_loopgate_hooks(settings) {
         found.push("it has no loopgate hooks".into());
     } else if let Some(prefix) = command_prefix {
@@ -313,6 +319,13 @@ pub fn check_change(
             }
         }
     }
+    // The status line, where the person sees loopgate off: judged like a handler while
+    // loopgate's is installed.
+    let status = match command_prefix {
+        Some(_) => status_line_check(&parsed, state_dir, allowed.is_empty()),
+        None => StatusLine::default(),
+    };
+    problems.extend(status.problems.iter().cloned());
     // Told only where this change is about an allowed file: each reload re-reads them all.
     allowed.retain(|a| a.file == changed);
     if problems.is_empty() {
@@ -359,6 +372,18 @@ pub fn check_change(
                 }
             }
         }
+        if status.strip.contains(&file) {
+            if let Some(root) = v.as_object_mut() {
+                root.remove("statusLine");
+            }
+            fix = true;
+        }
+        if let (Some(prefix), true) = (command_prefix, status.restore.as_ref() == Some(&file)) {
+            if let Some(root) = v.as_object_mut() {
+                root.insert("statusLine".into(), setup::our_status_line(prefix));
+            }
+            fix = true;
+        }
         let rewire = (file == changed && !missing.is_empty()) || drifted.contains(&file);
         if let Some(prefix) = command_prefix.filter(|_| rewire) {
             match setup::merge(&mut v, prefix) {
@@ -387,6 +412,152 @@ pub fn check_change(
         undone: Some(undone),
         allowed,
     }
+}
+
+/// The binary's outside check rewritten: a pinned command in `changed` (the session start's, the
+/// status line's) whose digest is not that of the binary running now. Run by the binary that was
+/// installed, this is the first step of a binary-and-digest rewrite told before the second;
+/// after an upgrade without `loopgate setup`, it is the stale digest session starts already name.
+/// Hashes the binary only when the changed file holds a pinned command for it.
+pub fn pin_rewritten(changed: &Path, exe: &Path) -> Option<String> {
+    let Settings::Json(_, v) = settings_file::read(changed) else {
+        return None;
+    };
+    let mut commands: Vec<&str> = Vec::new();
+    if let Some(c) = v
+        .get("statusLine")
+        .and_then(|s| s.get("command"))
+        .and_then(Value::as_str)
+    {
+        commands.push(c);
+    }
+    for group in v
+        .get("hooks")
+        .and_then(|h| h.get("SessionStart"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        for h in group
+            .get("hooks")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            commands.extend(h.get("command").and_then(Value::as_str));
+        }
+    }
+    let exe = exe.to_str()?;
+    let pinned: Vec<_> = commands
+        .into_iter()
+        .filter_map(setup::pin::parse)
+        .filter(|p| p.path == exe)
+        .collect();
+    if pinned.is_empty() {
+        return None;
+    }
+    let now = setup::pin::digest_of(Path::new(exe)).ok()?;
+    let stale = pinned.iter().find(|p| p.digest != now)?;
+    Some(format!(
+        "{}: the digest pinned for {exe} ({}…) is no longer the running binary's ({}…): either \
+         loopgate was upgraded and `loopgate setup` not run since, or the check that tells you \
+         when loopgate's binary is replaced was rewritten. If neither was you, reinstall loopgate \
+         and run `loopgate doctor`",
+        changed.display(),
+        &stale.digest[..12],
+        &now[..12]
+    ))
+}
+
+/// In the state dir: loopgate's status line is installed (setup put it in the user's settings),
+/// so one gone from every file was taken away, not never there.
+const STATUS_LINE_RECORD: &str = "statusline.installed";
+
+/// Records whether loopgate's status line is installed (setup, and ConfigChange when it finds
+/// it in place).
+pub fn note_status_line(state_dir: &Path, installed: bool) {
+    let record = state_dir.join(STATUS_LINE_RECORD);
+    if !installed {
+        let _ = std::fs::remove_file(record);
+    } else if std::fs::symlink_metadata(&record).is_err()
+        && crate::store::Store::open(state_dir).is_ok()
+    {
+        let _ = crate::store::open_private(&record);
+    }
+}
+
+/// What the settings do to loopgate's status line.
+#[derive(Debug, Default)]
+struct StatusLine {
+    problems: Vec<String>,
+    /// Files whose own `statusLine` takes the place of loopgate's: it comes out.
+    strip: Vec<PathBuf>,
+    /// The user's file, where loopgate's goes back when no file holds it any more.
+    restore: Option<PathBuf>,
+}
+
+/// Claude Code shows the `statusLine` of the highest layer that sets one: managed, then the
+/// project's local file, the project's, the user's (`files` is in that order, lowest first). While
+/// loopgate's is installed, a higher layer's own line, or loopgate's taken out or rewritten (a
+/// line that hides `✗ OFF`), would leave the person nothing that tells them loopgate is off.
+/// Managed settings are the administrator's and are left alone; `may_restore`: no file is as the
+/// person allowed it with `/loopgate allow`.
+fn status_line_check(
+    parsed: &[(PathBuf, Option<String>, Value)],
+    state_dir: Option<&Path>,
+    may_restore: bool,
+) -> StatusLine {
+    const KEY: &str = "statusLine";
+    let managed = crate::config::paths::claude_managed_dir();
+    let mut out = StatusLine::default();
+    let (admin, layers): (Vec<_>, Vec<_>) =
+        parsed.iter().partition(|(f, _, _)| f.starts_with(&managed));
+    if admin.iter().any(|(_, _, v)| v.get(KEY).is_some()) {
+        return out;
+    }
+    let is_ours = |v: &Value| v.get(KEY).is_some_and(setup::is_our_status_line);
+    let ours = layers.iter().rposition(|(_, _, v)| is_ours(v));
+    let record = state_dir.map(|d| d.join(STATUS_LINE_RECORD));
+    let recorded = record.as_ref().is_some_and(|r| r.exists());
+    if ours.is_none() && !recorded {
+        return out;
+    }
+    if let (Some(dir), Some(_), false) = (state_dir, ours, recorded) {
+        note_status_line(dir, true);
+    }
+    let others = |from: usize| {
+        layers[from..]
+            .iter()
+            .filter(|(_, _, v)| v.get(KEY).is_some() && !is_ours(v))
+            .map(|(f, _, _)| f.clone())
+            .collect::<Vec<_>>()
+    };
+    match ours {
+        Some(i) => {
+            for f in others(i + 1) {
+                out.problems.push(format!(
+                    "{}: its statusLine takes the place of loopgate's, which tells you when \
+                     loopgate is off",
+                    f.display()
+                ));
+                out.strip.push(f);
+            }
+        }
+        None if may_restore => {
+            let Some((user, _, _)) = layers.first() else {
+                return out;
+            };
+            out.problems.push(
+                "loopgate's status line, which tells you when loopgate is off, is gone or \
+                 rewritten"
+                    .into(),
+            );
+            out.strip = others(1);
+            out.restore = Some(user.clone());
+        }
+        None => {}
+    }
+    out
 }
 
 /// Writes the repaired settings, keeping the changed version beside them: its text, or for a

@@ -82,6 +82,7 @@ pub(super) fn answer(
             halt.as_ref(),
             budget.as_ref(),
             &tells,
+            verdicts,
         ));
     }
     if let Some(s) = store.as_ref().filter(|_| first_call) {
@@ -161,6 +162,7 @@ fn notices_out(
     halt: Option<&crate::judge::halt::Halt>,
     budget: Option<&(String, serde_json::Value)>,
     tells: &[super::session::Tell],
+    verdicts: &[Verdict],
 ) -> Vec<String> {
     let project = call
         .project_dir
@@ -188,6 +190,34 @@ fn notices_out(
         n.resume = "nothing to resume yet: the session pauses at the budget; raise it with \
                     `/loopgate budget +N` or `loopgate continue --budget N`"
             .into();
+        notices.push(n);
+    }
+    // An agent's attempt to switch loopgate off, refused by the guard, is a weakening the person
+    // hears of at once: the next attempt may take a route the guard does not parse.
+    let enforced = cfg.mode == Mode::Enforce;
+    for v in verdicts
+        .iter()
+        .filter(|v| v.detector == crate::judge::detectors::guard::NAME)
+        .filter(|v| v.action >= crate::protocol::verdict::Action::Deny)
+    {
+        let code = if enforced {
+            "guard_refused"
+        } else {
+            "guard_would_refuse"
+        };
+        let mut n = base(
+            "weakened",
+            code,
+            &v.reason,
+            serde_json::Value::Object(v.evidence.clone()),
+        );
+        n.resume = if enforced {
+            "nothing to resume: the attempt was refused; `loopgate report` lists the session's \
+             refusals"
+        } else {
+            "observe mode let it through; `loopgate report` lists what it would have refused"
+        }
+        .into();
         notices.push(n);
     }
     for t in tells {

@@ -81,6 +81,19 @@ pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done
         "evidence": {"command": clip(args, 64), "command_name": payload.command_name.as_deref().map(|n| clip(n, 64)), "command_source": payload.command_source.as_deref().map(|n| clip(n, 64))},
     });
     let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
+    // A change kept switches loopgate off from now on: the person's receiver hears it at once,
+    // whoever typed the command (the receiver cannot tell).
+    if decision == "allow" {
+        if let Some(failed) = super::notify::tell(
+            cfg,
+            Some(store.dir()),
+            payload,
+            ("UserPromptExpansion", "switched_off", "allowed"),
+            &message,
+        ) {
+            super::say(&failed);
+        }
+    }
     block(message)
 }
 

@@ -8,7 +8,7 @@ mod budget;
 mod expansion;
 mod forgotten;
 mod journaled;
-mod notify;
+pub(crate) mod notify;
 mod outer;
 mod session;
 mod settings;
@@ -61,7 +61,7 @@ pub fn run(cli: &Cli, expected: Event) -> Exit {
         read
     };
     if crate::config::sources::env_flag("LOOPGATE_DISABLE") == Ok(true) {
-        return Exit::Ok;
+        return read.map_or(Exit::Ok, |input| switched_off(cli, expected, &input));
     }
     let result = read.and_then(|input| process(cli, expected, &input));
     match result {
@@ -85,6 +85,66 @@ pub fn run(cli: &Cli, expected: Event) -> Exit {
             Exit::FailOpen
         }
     }
+}
+
+/// `LOOPGATE_DISABLE` is the person's documented kill switch, and a hook honours it: nothing
+/// is judged. But a session that runs with it is told once, at its first call (a
+/// `systemMessage`, stderr, the event log), and the person's out-of-band receiver hears it at
+/// once (`switched_off`), so a switch-off nobody chose does not go by unseen. Costs a call only
+/// while the switch is on.
+fn switched_off(cli: &Cli, expected: Event, input: &[u8]) -> Exit {
+    let Ok(Some((agent, payload, event))) = read(cli, expected, input) else {
+        return Exit::Ok;
+    };
+    let Some(store) = session::open_store(cli, &mut Vec::new()) else {
+        return Exit::Ok;
+    };
+    let text = "loopgate is switched off in this session: LOOPGATE_DISABLE is set in the hook's \
+                environment, so no call is judged. If that was not you, remove it where it is set \
+                (your shell's start-up files, or a settings file's `env`) and start a new session";
+    let key = format!("{}\0disabled", payload.session_id);
+    if !crate::store::notice::first_time(store.dir(), &key, text) {
+        return Exit::Ok;
+    }
+    let project_dir = agent.project_dir();
+    let cfg = config::sources::load(&config::Sources::for_hook(
+        cli.config.as_deref(),
+        cli.observe,
+        project_dir.as_deref(),
+    ))
+    .config;
+    let line = serde_json::json!({
+        "ts": crate::platform::clock::rfc3339(crate::platform::clock::now_ms()),
+        "session": clip(&payload.session_id, 128),
+        "event": event.name(),
+        "detector": "loopgate",
+        "decision": "notice",
+        "enforced": false,
+        "severity": "high",
+        "reason": format!("loopgate: {text}"),
+    });
+    let _ = crate::store::events::append(store.dir(), &[line], &cfg.log, lock_wait(&cfg));
+    let project = project_dir.or_else(|| payload.cwd.as_deref().map(PathBuf::from));
+    let notice = notify::Notice {
+        kind: "switched_off",
+        code: "disabled_by_env",
+        session: &payload.session_id,
+        project: project.as_deref(),
+        cli: agent.name(),
+        reason: text,
+        evidence: serde_json::json!({"variable": "LOOPGATE_DISABLE"}),
+        resume: "unset LOOPGATE_DISABLE and start a new session".into(),
+        at_ms: crate::platform::clock::now_ms(),
+    };
+    let failed = notify::deliver(&cfg, Some(store.dir()), event.name(), &notice);
+    say(&format!(
+        "{text}{}",
+        failed.map(|f| format!("; {f}")).unwrap_or_default()
+    ));
+    let answer = crate::store::notice::with_system_message(None, &format!("loopgate: {text}"));
+    let mut so = std::io::stdout().lock();
+    let _ = so.write_all(answer.as_bytes()).and_then(|_| so.flush());
+    Exit::Ok
 }
 
 struct Done {
@@ -134,11 +194,12 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         return Ok(Done::silent());
     };
     let project_dir = agent.project_dir();
-    let loaded = config::sources::load(&config::Sources::from_process(
+    let mut loaded = config::sources::load(&config::Sources::for_hook(
         cli.config.as_deref(),
         cli.observe,
         project_dir.as_deref(),
     ));
+    loaded.env_ignored.extend(env_state_dir_ignored(cli));
     let cfg = &loaded.config;
     if let Some(done) = settings::answer(cli, agent, &payload, event, project_dir.as_deref(), cfg) {
         return done;
@@ -160,7 +221,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         halt: None,
         budget: None,
     };
-    let (session, mut state) = session::open(&call, cfg, &mut told.notices);
+    let (session, mut state) = session::open(&call, cfg, &loaded.env_ignored, &mut told.notices);
     let (verdicts, pending) = judge(&call, &session, &mut state, cfg, &mut told);
     save(&call, &session, &mut state, pending, &mut told.notices);
     // The OS frees memory at exit: dropping a large state is work nobody needs.
@@ -317,16 +378,23 @@ fn save(
     }
 }
 
+/// A hook's state dir: `--state-dir` on its command line, else the platform's default. Never
+/// `LOOPGATE_STATE_DIR`: a settings file's `env` reaches the hook's process, and a state dir
+/// named there (an empty one) would be a reset of every count, untold.
 pub fn state_dir(cli: &Cli) -> Result<PathBuf> {
     cli.state_dir
         .clone()
-        .or_else(|| {
-            std::env::var_os("LOOPGATE_STATE_DIR")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
         .or_else(crate::config::paths::state_dir)
         .context(crate::config::paths::NO_HOME)
+}
+
+/// `LOOPGATE_STATE_DIR=…` when the hook's environment names a state dir other than the one the
+/// hook uses (it is ignored, and the person told).
+fn env_state_dir_ignored(cli: &Cli) -> Option<String> {
+    let named = std::env::var_os("LOOPGATE_STATE_DIR").filter(|v| !v.is_empty())?;
+    let used = state_dir(cli).ok();
+    (used.as_deref() != Some(Path::new(&named)))
+        .then(|| format!("LOOPGATE_STATE_DIR={}", Path::new(&named).display()))
 }
 
 /// Claude Code shows the hook's stderr to the user: keep it to one line per problem. A stderr that

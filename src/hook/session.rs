@@ -53,6 +53,7 @@ impl Session {
 pub(super) fn open(
     call: &Call,
     cfg: &config::Config,
+    env_ignored: &[String],
     notices: &mut Vec<String>,
 ) -> (Session, SessionState) {
     let store = open_store(call.cli, notices);
@@ -132,6 +133,11 @@ pub(super) fn open(
         let loosened = config_loosened(&mut state, cfg, call.cli.observe);
         tell(&mut tells, "weakened", "config_loosened", &loosened);
         notices.extend(loosened);
+    }
+    if let (Some(s), Some(_)) = (&session.store, lock) {
+        let ignored = env_ignored_once(s, session_id, env_ignored);
+        tell(&mut tells, "weakened", "env_ignored", &ignored);
+        notices.extend(ignored);
     }
     session.unreadable = unreadable;
     tell(&mut tells, "switched_off", "hook_files", &rewired);
@@ -282,6 +288,24 @@ fn config_loosened(
             changes.join(", ")
         )
     })
+}
+
+/// The hook's environment tried to loosen loopgate (observe mode, another state dir or config
+/// file, a threshold raised): ignored on every call, told once per session (and again if what
+/// it sets changes).
+fn env_ignored_once(store: &Store, session_id: &str, ignored: &[String]) -> Option<String> {
+    if ignored.is_empty() {
+        return None;
+    }
+    let text = crate::judge::redact::mask(&format!(
+        "the hook's environment sets {}, which would loosen loopgate or move its state: ignored, \
+         since a settings file's `env` or a shell start-up file can put it there. loopgate goes \
+         on as its hook command and your config file say; to change that, use the user config \
+         file or the hook command's --observe, --state-dir or --config (`loopgate doctor`)",
+        ignored.join(", ")
+    ));
+    let key = format!("{session_id}\0env");
+    crate::store::notice::first_time(store.dir(), &key, &text).then_some(text)
 }
 
 /// The configured state dir (repaired if an agent broke it, see [`Store::open_healing`]), or the private

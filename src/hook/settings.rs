@@ -245,7 +245,48 @@ fn config_change(
         store.as_ref().map(Store::dir),
     );
     let state_file = store.as_ref().map(|s| s.state_path(&payload.session_id));
+    // Told and sent at once, never undone: a stale digest after an upgrade is the person's.
+    let pin = prefix
+        .as_ref()
+        .and_then(|_| std::env::current_exe().ok())
+        .and_then(|exe| crate::defence::wiring::pin_rewritten(changed, &exe))
+        .filter(|text| {
+            store.as_ref().is_none_or(|s| {
+                let key = format!("{}\0pin", payload.session_id);
+                crate::store::notice::first_time(s.dir(), &key, text)
+            })
+        });
+    let mut pin_problems = Vec::new();
+    if let Some(text) = &pin {
+        if let (Some(store), Some(state_file)) = (&store, &state_file) {
+            let _ = crate::defence::wiring::keep_pending(state_file, text);
+            let line = settings_event_line(
+                payload,
+                ("ConfigChange", "notice", true),
+                &format!("loopgate: {text}"),
+                serde_json::json!({"file_path": clip(&changed.display().to_string(), 256)}),
+            );
+            let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
+        }
+        pin_problems.push(text.clone());
+        pin_problems.extend(super::notify::tell(
+            cfg,
+            store.as_ref().map(Store::dir),
+            payload,
+            ("ConfigChange", "weakened", "pin_rewritten"),
+            text,
+        ));
+    }
     let Some(mut undone) = checked.undone else {
+        if pin.is_some() {
+            return Ok(Done {
+                stdout: pin.as_ref().map(|t| {
+                    serde_json::json!({"systemMessage": format!("loopgate: {t}")}).to_string()
+                }),
+                problems: pin_problems,
+                exit: Exit::Ok,
+            });
+        }
         // A change the person allowed is told again each time it is loaded: the record of it is
         // a file the agent could have forged.
         if let Some(message) = crate::defence::wiring::allowed_message(&checked.allowed) {
@@ -293,13 +334,14 @@ fn config_change(
         );
         let _ = events::append(store.dir(), &[line], &cfg.log, lock_wait(cfg));
     }
-    let problems = super::notify::tell(
+    let mut problems = pin_problems;
+    problems.extend(super::notify::tell(
         cfg,
         store.as_ref().map(Store::dir),
         payload,
         ("ConfigChange", "switched_off", "config_change"),
         &message,
-    );
+    ));
     Ok(Done {
         stdout: Some(
             serde_json::json!({
@@ -309,7 +351,7 @@ fn config_change(
             })
             .to_string(),
         ),
-        problems: problems.into_iter().collect(),
+        problems,
         exit: Exit::Ok,
     })
 }

@@ -59,9 +59,16 @@ pub fn other_hooks_loop(
     stop_hook_active: Option<bool>,
     now_ms: u64,
 ) -> Option<Verdict> {
-    let (turn, calls, epoch) = (state.turn.number, state.totals.calls, state.world.epoch);
+    let (turn, calls, states) = (
+        state.turn.number,
+        state.totals.calls,
+        state.world.novel_states,
+    );
     let l = &mut state.halts.stop_loop;
-    let again = l.turn == turn && l.calls == calls && l.epoch == epoch && l.stops > 0;
+    // Gemini CLI turns a blocked AfterAgent's reason into a new prompt (BeforeAgent), so its
+    // next Stop is in a new turn: the CLI's own "this Stop follows a block" keeps it one loop.
+    let same_turn = l.turn == turn || stop_hook_active == Some(true);
+    let again = same_turn && l.calls == calls && l.states == states && l.stops > 0;
     // The CLI says whether the previous Stop was blocked; a Stop after our own block is ours.
     if !again || l.ours || stop_hook_active == Some(false) {
         *l = StopLoop {
@@ -70,7 +77,7 @@ pub fn other_hooks_loop(
             ours: false,
             first_ms: now_ms,
             calls,
-            epoch,
+            states,
         };
         return None;
     }

@@ -85,10 +85,10 @@ pub struct StopLoop {
     /// another hook.
     pub ours: bool,
     pub first_ms: u64,
-    /// The session's call count and the work's epoch at the last Stop: either moving is
-    /// something done between.
+    /// The session's call count and its count of new states of the work at the last Stop:
+    /// either moving is something done between. (Not the epoch: a re-fed prompt moves that.)
     pub calls: u64,
-    pub epoch: u32,
+    pub states: u32,
 }
 
 /// The session's loop spend (issue 39): tokens and dollars of calls inside a detected loop, the

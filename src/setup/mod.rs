@@ -99,8 +99,13 @@ fn pin_for(
     }
 }
 
+/// loopgate's `statusLine` for the hooks `command_prefix` names, pinned as setup writes it.
+pub fn our_status_line(command_prefix: &str) -> Value {
+    status_line(command_prefix)
+}
+
 /// Whether a `statusLine` is loopgate's own.
-fn is_our_status_line(v: &Value) -> bool {
+pub fn is_our_status_line(v: &Value) -> bool {
     v.get("command")
         .and_then(Value::as_str)
         .map(pin::inner)

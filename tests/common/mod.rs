@@ -141,7 +141,29 @@ impl Env {
     }
 
     /// [`Env::command`] as a plain `std` command (for a test that holds stdin open).
+    /// `args` with `--state-dir` added where a hook or the status line needs it: they take the
+    /// state dir from their command line only, never from `LOOPGATE_STATE_DIR` (a settings file's
+    /// `env` reaches them), so the dir goes where setup's hook command would put it.
+    pub fn hook_args(&self, args: &[&str]) -> Vec<String> {
+        let state = self
+            .vars
+            .iter()
+            .find(|(k, _)| k == "LOOPGATE_STATE_DIR")
+            .map_or_else(|| self.state.display().to_string(), |(_, v)| v.clone());
+        let mut out: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        if args.iter().any(|a| a.starts_with("--state-dir")) {
+            return out;
+        }
+        if let Some(i) = args.iter().position(|a| is_hook(a)) {
+            out.splice(i..i, ["--state-dir".to_string(), state]);
+        } else if args.contains(&"statusline") {
+            out.extend(["--state-dir".to_string(), state]);
+        }
+        out
+    }
+
     pub fn std_command(&self, args: &[&str]) -> std::process::Command {
+        let args = self.hook_args(args);
         let mut c = std::process::Command::new(BIN);
         c.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -150,7 +172,7 @@ impl Env {
             .env("LOOPGATE_STATE_DIR", &self.state)
             .env("CLAUDE_PROJECT_DIR", &self.project)
             .current_dir(&self.project)
-            .args(args);
+            .args(&args);
         for (k, v) in &self.vars {
             c.env(k, v);
         }
@@ -176,6 +198,12 @@ impl Env {
         let mut args: Vec<&str> = self.hook_options.iter().map(String::as_str).collect();
         args.push(sub);
         self.run(&args, payload.to_string().as_bytes())
+    }
+
+    /// Hooks run in observe mode, as setup's `--observe` writes them.
+    pub fn observe(mut self) -> Env {
+        self.hook_options.push("--observe".into());
+        self
     }
 
     /// Hooks run as Claude Code's plugin installed at `root`: the wrapper's `--plugin ROOT`.
@@ -386,4 +414,9 @@ pub fn fixture(name: &str) -> Value {
         .join("tests/fixtures")
         .join(name);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A hook subcommand (its state dir comes from its command line), as the binary reads one.
+fn is_hook(word: &str) -> bool {
+    loopgate::hook_cli(std::iter::once(std::ffi::OsString::from(word))).is_some()
 }

@@ -83,7 +83,9 @@ impl Scenario {
             name: name.to_string(),
             home: sub("home"),
             project: sub("proj"),
-            state_dir: sub("state"),
+            // Where the hooks keep it: their default under this HOME (a hook never takes
+            // `LOOPGATE_STATE_DIR` from its environment, which a settings file can set).
+            state_dir: root.path().join("home/.local/state/loopgate"),
             tmp_dir: sub("tmp"),
             claude,
             args: Vec::new(),
@@ -260,6 +262,17 @@ impl Scenario {
         let group = json!({"hooks": [{"type": "command", "command": command}]});
         match settings["hooks"][event].as_array_mut() {
             Some(groups) => groups.push(group),
+            None => settings["hooks"][event] = json!([group]),
+        }
+        self.write_settings(&settings);
+    }
+
+    /// Like [`Scenario::add_other_hook`], but ahead of loopgate's in the settings.
+    pub fn add_other_hook_first(&self, event: &str, command: &str) {
+        let mut settings = self.read_settings();
+        let group = json!({"hooks": [{"type": "command", "command": command}]});
+        match settings["hooks"][event].as_array_mut() {
+            Some(groups) => groups.insert(0, group),
             None => settings["hooks"][event] = json!([group]),
         }
         self.write_settings(&settings);
@@ -454,7 +467,6 @@ impl Scenario {
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
             ("DISABLE_TELEMETRY", "1".into()),
             ("DISABLE_AUTOUPDATER", "1".into()),
-            ("LOOPGATE_STATE_DIR", s(&self.state_dir)),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

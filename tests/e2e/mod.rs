@@ -52,4 +52,5 @@ mod smoke;
 mod stop_gate;
 mod stop_hooks;
 mod tamper;
+mod tell;
 mod watch_paths;

@@ -286,6 +286,7 @@ pub fn judge(tool: &str, input: &Value, env: &Env) -> Option<String> {
             if tool != "NotebookEdit"
                 && project_settings(env, &path)
                 && !touches_loopgate(input, &path, &content)
+                && !hides_status_line(env, &content)
             {
                 return None;
             }
@@ -341,6 +342,26 @@ fn touches_loopgate(input: &Value, path: &Path, written: &str) -> bool {
         .iter()
         .any(|m| written.contains(m) || removed.contains(m))
         || (had_loopgate && !written.contains("loopgate"))
+}
+
+/// Whether an Edit/MultiEdit/Write of a project settings file writes a `statusLine` while
+/// loopgate's is the user's: the project's would take its place on the status bar (a project
+/// layer wins over the user's), which is where the person is told loopgate is off. Removing a
+/// project's own `statusLine` shows loopgate's again, and is left alone. Only a write that names
+/// the key reads the user's settings.
+fn hides_status_line(env: &Env, written: &str) -> bool {
+    const KEY: &str = "statusLine";
+    if !written.contains(KEY) {
+        return false;
+    }
+    let Some(home) = &env.home else {
+        return false;
+    };
+    serde_json::from_str::<Value>(&read_small(&home.join(".claude").join("settings.json")))
+        .ok()
+        .and_then(|v| v.get(KEY)?.get("command")?.as_str().map(str::to_owned))
+        // Setup's line, or the person's own that shows loopgate's within it.
+        .is_some_and(|c| c.contains("loopgate") && c.contains("statusline"))
 }
 
 /// A regular file's text, at most 1 MiB; empty for anything else (a FIFO must not block).

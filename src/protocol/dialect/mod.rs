@@ -121,8 +121,8 @@ pub struct Caps {
     /// Where a turn that reached the loop ceiling is ended.
     pub turn_end: TurnEnd,
     /// It lets hooks block the turn's end again and again, and honours a Stop answer that ends it
-    /// (`continue: false`) over another hook's block: Claude Code and Codex (observed,
-    /// `docs/stop-hook-loops.md`). loopgate ends another hook's endless Stop blocks there.
+    /// (`continue: false`) over another hook's block: Claude Code, Codex and Gemini CLI
+    /// (observed, `docs/stop-hook-loops.md`). loopgate ends another hook's endless Stop blocks there.
     pub stop_end: bool,
 }
 
@@ -166,7 +166,7 @@ impl Agent {
                 Agent::Copilot => TurnEnd::Permission,
                 Agent::Codex => TurnEnd::Refusals,
             },
-            stop_end: matches!(self, Agent::Claude | Agent::Codex),
+            stop_end: matches!(self, Agent::Claude | Agent::Codex | Agent::Gemini),
         }
     }
 

@@ -47,6 +47,10 @@ pub fn answer(agent: Agent, event: Event, source: Event, v: &Verdict) -> Option<
         (Event::Stop, Action::Halt) if agent == Agent::Codex => {
             json!({"continue": false, "stopReason": reason})
         }
+        // Gemini too; a block there would be re-fed to the model as a prompt.
+        (Event::Stop, Action::Halt) if agent == Agent::Gemini => {
+            json!({"continue": false, "stopReason": reason, "systemMessage": human})
+        }
         (_, Action::Deny | Action::Halt) if stop_like => {
             json!({"decision": "block", "reason": reason})
         }

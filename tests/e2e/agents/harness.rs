@@ -78,7 +78,9 @@ impl Scenario {
             name: format!("agents-{}-{name}", cli.name()),
             home: sub("home"),
             project: sub("proj"),
-            state_dir: sub("state"),
+            // Where the hooks keep it: their default under this HOME (a hook never takes
+            // `LOOPGATE_STATE_DIR` from its environment, which a settings file can set).
+            state_dir: root.path().join("home/.local/state/loopgate"),
             scratch: sub("scratch"),
             bin,
             env: Vec::new(),
@@ -264,10 +266,21 @@ impl Scenario {
     /// Adds another hook on `event` beside loopgate's (Claude's shape: Codex), running
     /// `command`; Codex then runs with its hook-trust bypass, the added hook being untrusted.
     pub fn add_other_hook(&mut self, event: &str, command: &str) {
+        self.add_hook_at(event, command, usize::MAX);
+    }
+
+    /// Like [`Scenario::add_other_hook`], but ahead of loopgate's in the file.
+    pub fn add_other_hook_first(&mut self, event: &str, command: &str) {
+        self.add_hook_at(event, command, 0);
+    }
+
+    fn add_hook_at(&mut self, event: &str, command: &str, at: usize) {
         let mut v = read_json(&self.hook_file());
-        let group = json!({"hooks": [{"type": "command", "command": command, "timeout": 10}]});
+        // Gemini counts a hook's timeout in milliseconds, the others in seconds.
+        let timeout = if self.cli == Cli::Gemini { 10_000 } else { 10 };
+        let group = json!({"hooks": [{"type": "command", "command": command, "timeout": timeout}]});
         match v["hooks"][event].as_array_mut() {
-            Some(groups) => groups.push(group),
+            Some(groups) => groups.insert(at.min(groups.len()), group),
             None => v["hooks"][event] = json!([group]),
         }
         write_json(&self.hook_file(), &v);
@@ -442,7 +455,6 @@ impl Scenario {
             ("TMPDIR".into(), s(&self.scratch)),
             ("LANG".into(), "C.UTF-8".into()),
             ("NO_COLOR".into(), "1".into()),
-            ("LOOPGATE_STATE_DIR".into(), s(&self.state_dir)),
         ];
         let base = format!("http://127.0.0.1:{port}");
         match self.cli {

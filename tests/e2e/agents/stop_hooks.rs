@@ -1,6 +1,6 @@
-//! Issue 39, point 4: another Stop hook that always blocks keeps a Codex turn going forever
-//! (`../shared/agents/codex/hooks-observed.md`: 576 Stop calls in 60 s, no cap of its own).
-//! With loopgate beside it, the real Codex CLI ends the turn after loopgate's bound
+//! Issue 39, point 4: another Stop hook that always blocks keeps a Codex or Gemini turn going
+//! forever (`../shared/agents/codex/hooks-observed.md`: 576 Stop calls in 60 s, no cap of its
+//! own). With loopgate beside it, the real CLI ends the turn after loopgate's bound
 //! (`STOP_LOOP_BOUND`, 5 blocks in a row with nothing done between): loopgate's `continue:
 //! false` wins over the other hook's block. What was observed: `docs/stop-hook-loops.md`.
 
@@ -11,16 +11,19 @@ use super::script::{script, text};
 /// Blocks of the other hook loopgate lets pass before it ends the turn (`src/judge/halt.rs`).
 const BOUND: usize = 5;
 
-#[test]
-fn e2e_codex_another_stop_hook_that_always_blocks_is_ended() {
-    let Some(mut s) = Scenario::new(Cli::Codex, "stop-hook-loop") else {
+/// The other hook's endless block ended after loopgate's bound, on `cli` whose turn-end event is
+/// `event`; `first`: the other hook comes before loopgate's in the settings.
+fn ends_another_hooks_endless_block(cli: Cli, event: &str, first: bool) {
+    let Some(mut s) = Scenario::new(cli, "stop-hook-loop") else {
         return;
     };
     s.install(false);
-    s.add_other_hook(
-        "Stop",
-        r#"cat > /dev/null; echo '{"decision":"block","reason":"OTHER-HOOK: keep going"}'"#,
-    );
+    let other = r#"cat > /dev/null; echo '{"decision":"block","reason":"OTHER-HOOK: keep going"}'"#;
+    if first {
+        s.add_other_hook_first(event, other);
+    } else {
+        s.add_other_hook(event, other);
+    }
     let run = s.run("Say done.", &script(vec![text("Done.")], "Done again."));
     assert!(
         !run.timed_out && run.code() == Some(0),
@@ -44,15 +47,14 @@ fn e2e_codex_another_stop_hook_that_always_blocks_is_ended() {
 
 /// Both ways: loopgate's own Stop hook alone never ends a turn that is simply over, and a
 /// single block by the other hook followed by the turn's end is left alone.
-#[test]
-fn e2e_codex_a_stop_hook_that_blocks_once_is_left_alone() {
-    let Some(mut s) = Scenario::new(Cli::Codex, "stop-hook-once") else {
+fn leaves_a_single_block_alone(cli: Cli, event: &str) {
+    let Some(mut s) = Scenario::new(cli, "stop-hook-once") else {
         return;
     };
     s.install(false);
     let marker = s.scratch.join("blocked-once");
     s.add_other_hook(
-        "Stop",
+        event,
         &format!(
             r#"cat > /dev/null; if [ -e '{m}' ]; then exit 0; fi; touch '{m}'; echo '{{"decision":"block","reason":"OTHER-HOOK: check once more"}}'"#,
             m = marker.display()
@@ -70,4 +72,33 @@ fn e2e_codex_a_stop_hook_that_blocks_once_is_left_alone() {
         "{}",
         run.summary()
     );
+}
+
+#[test]
+fn e2e_codex_another_stop_hook_that_always_blocks_is_ended() {
+    ends_another_hooks_endless_block(Cli::Codex, "Stop", false);
+}
+
+/// The order of the hooks in `hooks.json` does not change which answer wins.
+#[test]
+fn e2e_codex_another_stop_hook_listed_first_is_ended_too() {
+    ends_another_hooks_endless_block(Cli::Codex, "Stop", true);
+}
+
+#[test]
+fn e2e_codex_a_stop_hook_that_blocks_once_is_left_alone() {
+    leaves_a_single_block_alone(Cli::Codex, "Stop");
+}
+
+/// Gemini CLI has no cap of its own on AfterAgent blocks either (17 model requests in 2 s, then
+/// it cycles AfterAgent without the model: `../shared/agents/gemini/hooks-observed.md`); it runs
+/// the two hooks at once, and loopgate's `continue: false` wins over the other's block.
+#[test]
+fn e2e_gemini_another_stop_hook_that_always_blocks_is_ended() {
+    ends_another_hooks_endless_block(Cli::Gemini, "AfterAgent", false);
+}
+
+#[test]
+fn e2e_gemini_a_stop_hook_that_blocks_once_is_left_alone() {
+    leaves_a_single_block_alone(Cli::Gemini, "AfterAgent");
 }
