@@ -348,9 +348,17 @@ fn manual(cli: &Cli) -> anyhow::Result<bool> {
             let dir = cmd::state_dir(cli.state_dir_for(state))?;
             cmd::explain::run(&dir, &loaded, session.as_deref(), call.as_deref(), *json)?
         }
-        Command::Continue { state, pick } => {
-            cmd::resume::run(&open(state)?, pick.session.as_deref(), timeout, pick.json)?
-        }
+        Command::Continue {
+            state,
+            pick,
+            budget,
+        } => cmd::resume::run(
+            &open(state)?,
+            pick.session.as_deref(),
+            timeout,
+            pick.json,
+            *budget,
+        )?,
         Command::Gc {
             state,
             config,

@@ -1,4 +1,5 @@
 mod big_inputs;
+mod budget;
 mod common;
 mod config_change;
 mod dialects;

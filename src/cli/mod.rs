@@ -201,7 +201,7 @@ pub enum Command {
     },
     /// Continue a session loopgate halted, keeping what it knows (in Claude Code: `/loopgate continue`)
     #[command(
-        after_help = "Examples:\n  loopgate continue --session 0b6f…\n  loopgate continue --latest",
+        after_help = "Examples:\n  loopgate continue --session 0b6f…\n  loopgate continue --latest\n  loopgate continue --latest --budget 5    and raise its loop budget by $5",
         group(clap::ArgGroup::new("which").required(true).args(["session", "latest"]))
     )]
     Continue {
@@ -209,6 +209,9 @@ pub enum Command {
         state: StateArg,
         #[command(flatten)]
         pick: Pick,
+        /// Also raise the session's loop budget by this many US dollars
+        #[arg(long, value_name = "USD")]
+        budget: Option<f64>,
     },
     /// What loopgate saw and did: counts, statistics, and per session inputs-or-outputs
     #[command(after_help = "Examples:\n  loopgate report --since 2h\n  loopgate report --json")]

@@ -97,8 +97,10 @@ pub fn run(paths: &[PathBuf], config: &Config, as_json: bool, blocks_only: bool)
             );
         }
         print_session(r, blocks_only);
+        print_budget(r, blocks_only);
     }
     print_summary(&reports, skipped.len());
+    print_budget_summary(&reports, config);
     Ok(())
 }
 
@@ -164,6 +166,47 @@ fn print_session(r: &SessionReport, blocks_only: bool) {
     for line in crate::replay::cost::describe(&r.loops, "  cost: ") {
         println!("{line}");
     }
+}
+
+/// What the loop budget would have done in one session, when its loops cost anything (with
+/// `--blocks-only`, only a pause).
+fn print_budget(r: &SessionReport, blocks_only: bool) {
+    let b = &r.budget;
+    if b.would_pause == 0 && (blocks_only || (b.loop_usd <= 0.0 && b.would_warn == 0)) {
+        return;
+    }
+    println!(
+        "{}: loop budget: ${:.2} ({} tokens, from the {}) in {}{}{}",
+        r.file,
+        b.loop_usd,
+        b.loop_tokens,
+        b.source,
+        count(u64::from(b.loops), "loop"),
+        if b.would_warn > 0 { ", would warn" } else { "" },
+        if b.would_pause > 0 {
+            ", WOULD PAUSE"
+        } else {
+            ""
+        }
+    );
+}
+
+/// The budget over every session replayed.
+fn print_budget_summary(reports: &[SessionReport], config: &Config) {
+    let b = &config.budget;
+    if !b.enabled {
+        println!("loop budget: off");
+        return;
+    }
+    let usd: f64 = reports.iter().map(|r| r.budget.loop_usd).sum();
+    let with = |f: fn(&SessionReport) -> bool| reports.iter().filter(|r| f(r)).count() as u64;
+    println!(
+        "loop budget (${:.2} a session, warned at {:.0}%): ${usd:.2} spent in loops (an estimate); {} would warn, {} would pause",
+        b.session_usd,
+        b.warn_at * 100.0,
+        count(with(|r| r.budget.would_warn > 0), "session"),
+        count(with(|r| r.budget.would_pause > 0), "session"),
+    );
 }
 
 fn print_summary(reports: &[SessionReport], skipped: usize) {

@@ -36,6 +36,7 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
     let mut report = build(&events, &states);
     let costs = crate::replay::cost::from_events(&events);
     report["loop_cost"] = loop_cost_json(&costs);
+    report["budget"] = budget_json(store, &states);
     if unreadable > 0 {
         report["unreadable_lines_skipped"] = json!(unreadable);
     }
@@ -47,6 +48,7 @@ pub fn run(store: &Store, session: Option<&str>, since: Option<&str>, as_json: b
         print(&report);
         print_loop_cost(&costs, &range);
         print_unknown_cost(&crate::replay::cost::unreadable_transcripts(&events));
+        print_budget(&report["budget"]);
     }
     Ok(())
 }
@@ -62,6 +64,66 @@ fn loop_cost_json(costs: &[(String, Vec<crate::replay::cost::LoopCost>)]) -> Val
         "tokens": all.iter().map(|l| l.tokens).sum::<u64>(),
         "list_price_usd": all.iter().filter_map(|l| l.list_price_usd).sum::<f64>(),
     })
+}
+
+/// The loop budget: what the sessions' loops spent against it, and the day's total.
+fn budget_json(store: &Store, states: &[SessionState]) -> Value {
+    let project = super::project_dir(None);
+    let cfg = super::load_config(None, false, project.as_deref())
+        .config
+        .budget;
+    let now = crate::platform::clock::now_ms();
+    let today = crate::store::budget::date_of(now);
+    let day = crate::store::budget::day(store.dir(), now);
+    let sessions: Vec<Value> = states
+        .iter()
+        .filter(|s| s.budget.usd > 0.0 || s.halts.last.as_ref().is_some_and(|h| h.code == "budget"))
+        .map(|s| {
+            let mut b = s.budget.clone();
+            b.day = day.date.clone();
+            b.day_usd = day.usd;
+            let mut v = crate::judge::budget::summary(&b, &cfg, &today);
+            v["session"] = s.session.clone().into();
+            v
+        })
+        .collect();
+    json!({
+        "enabled": cfg.enabled,
+        "note": "loop spend: tokens and dollars of model responses inside detected loops; an estimate (list prices, or the CLI's own figure where it gives one)",
+        "session_limit_usd": cfg.session_usd,
+        "day": today,
+        "day_usd": day.usd,
+        "day_limit_usd": cfg.day_usd,
+        "sessions": sessions,
+    })
+}
+
+fn print_budget(b: &Value) {
+    if b["enabled"] != true {
+        println!(
+            "
+loop budget: off"
+        );
+        return;
+    }
+    let n = |v: &Value| v.as_f64().unwrap_or(0.0);
+    println!(
+        "
+loop budget (an estimate): today ${:.2} of ${:.2} spent in loops; each session ${:.2}",
+        n(&b["day_usd"]),
+        n(&b["day_limit_usd"]),
+        n(&b["session_limit_usd"])
+    );
+    for s in b["sessions"].as_array().into_iter().flatten() {
+        println!(
+            "  session {}: ${:.2} in loops ({} tokens), ${:.2} counted against ${:.2}",
+            s["session"].as_str().unwrap_or(""),
+            n(&s["session_usd"]),
+            s["session_tokens"],
+            n(&s["session_counted_usd"]),
+            n(&s["session_limit_usd"])
+        );
+    }
 }
 
 /// What the loops cost, for people; `range` says which events were counted.

@@ -39,8 +39,18 @@ pub fn run(
     if let (Some(id), true) = (session, sessions.is_empty()) {
         bail!("no state for session {id:?} in {}", store.dir().display());
     }
+    let budget = Budget::load(store);
     if as_json {
-        let mut all = Value::Array(sessions.iter().map(|(stem, s)| summary(stem, s)).collect());
+        let mut all = Value::Array(
+            sessions
+                .iter()
+                .map(|(stem, s)| {
+                    let mut v = summary(stem, s);
+                    v["budget"] = budget.of(s);
+                    v
+                })
+                .collect(),
+        );
         // States written by older versions were not masked: mask on the way out too.
         crate::judge::redact::mask_value(&mut all);
         println!("{}", serde_json::to_string_pretty(&all)?);
@@ -52,6 +62,7 @@ pub fn run(
     }
     for (_, s) in &sessions {
         print_session(s);
+        budget.print(s);
     }
     if let Some(id) = session {
         // One session asked for: what its loops cost (reads its transcript; hooks never do).
@@ -299,6 +310,54 @@ fn print_session(s: &SessionState) {
             n.severity,
             if n.enforced { "" } else { ", observed" },
             n.summary
+        );
+    }
+}
+
+/// The loop budget in effect (the user's and this project's files) and the day's loop spend.
+struct Budget {
+    cfg: crate::config::Budget,
+    today: String,
+    day: crate::judge::budget::Day,
+}
+
+impl Budget {
+    fn load(store: &Store) -> Budget {
+        let project = super::project_dir(None);
+        let cfg = super::load_config(None, false, project.as_deref())
+            .config
+            .budget;
+        let now = crate::platform::clock::now_ms();
+        Budget {
+            cfg,
+            today: crate::store::budget::date_of(now),
+            day: crate::store::budget::day(store.dir(), now),
+        }
+    }
+
+    /// One session's loop spend against its bounds, the day's as the ledger holds it now.
+    fn of(&self, s: &SessionState) -> Value {
+        let mut b = s.budget.clone();
+        b.day = self.day.date.clone();
+        b.day_usd = self.day.usd;
+        b.day_tokens = self.day.tokens;
+        crate::judge::budget::summary(&b, &self.cfg, &self.today)
+    }
+
+    fn print(&self, s: &SessionState) {
+        let v = self.of(s);
+        let n = |k: &str| v[k].as_f64().unwrap_or(0.0);
+        if !self.cfg.enabled {
+            say!("  loop budget: off");
+            return;
+        }
+        say!(
+            "  loop budget: ${:.2} of ${:.2} spent in loops this session{} · today ${:.2} of ${:.2} (estimates)",
+            n("session_counted_usd"),
+            n("session_limit_usd"),
+            if s.budget.since_ms.is_some() { " (a loop is under way)" } else { "" },
+            n("day_usd"),
+            n("day_limit_usd"),
         );
     }
 }

@@ -1,7 +1,9 @@
 //! `loopgate statusline`: one short line for Claude Code's status bar. Claude Code runs its
 //! `statusLine` command with the session's JSON on stdin (`session_id`, `cwd`, `model`, …;
 //! `tests/fixtures/statusline/`) whenever the screen updates, so this reads the state without the
-//! lock and without clap, writes nothing, and says little while all is well.
+//! lock and without clap, and says little while all is well. The one thing it writes is Claude
+//! Code's own cost of the session (`cost.total_cost_usd`), for the loop budget, in one tiny file,
+//! only when it changed and only for a session loopgate knows.
 
 use crate::judge::ceiling::{SESSION_BOUND, TURN_BOUND};
 use crate::judge::state::SessionState;
@@ -35,6 +37,7 @@ pub fn run(state_dir: Option<PathBuf>, json: bool) {
                 "ended_turns": s.ceiling.ended_turns,
                 "session_bound": SESSION_BOUND,
                 "told": told(s),
+                "budget": budget(s).1,
                 })
             }
             None => serde_json::json!({"line": text}),
@@ -72,8 +75,9 @@ fn judge(input: &str, state_dir: Option<PathBuf>) -> (String, Option<SessionStat
             None,
         );
     }
-    let session = serde_json::from_str::<serde_json::Value>(input)
-        .ok()
+    let input = serde_json::from_str::<serde_json::Value>(input).ok();
+    let session = input
+        .as_ref()
         .and_then(|v| v.get("session_id")?.as_str().map(str::to_owned));
     let Some(session) = session.filter(|s| !s.is_empty()) else {
         return ("loopgate".into(), None);
@@ -81,12 +85,47 @@ fn judge(input: &str, state_dir: Option<PathBuf>) -> (String, Option<SessionStat
     let state = dir
         .iter()
         .chain(Store::fallback_dir().iter())
-        .find_map(|d| Store::peek(&Store::state_path_in(d, &session)));
-    match state {
+        .find_map(|d| Some((d.clone(), Store::peek(&Store::state_path_in(d, &session))?)));
+    let live = input
+        .as_ref()
+        .and_then(|v| v.pointer("/cost/total_cost_usd")?.as_f64());
+    if let (Some((d, _)), Some(usd)) = (&state, live) {
+        crate::store::budget::write_live(d, &session, usd);
+    }
+    match state.map(|(_, s)| s) {
         Some(s) => (describe(&s), Some(s)),
         // No call of this session has reached loopgate yet.
         None => ("loopgate ✓".into(), None),
     }
+}
+
+/// Loop spend against the budget, once a loop has cost anything (the configuration is read only
+/// then): `loops $0.42/$5 · today $1.10/$20`; and the same as facts.
+fn budget(s: &SessionState) -> (Option<String>, serde_json::Value) {
+    let b = &s.budget;
+    if b.usd <= 0.0 && b.day_usd <= 0.0 {
+        return (None, serde_json::Value::Null);
+    }
+    let project = super::project_dir(None);
+    let cfg = super::load_config(None, false, project.as_deref())
+        .config
+        .budget;
+    let today = crate::store::budget::date_of(crate::platform::clock::now_ms());
+    let facts = crate::judge::budget::summary(b, &cfg, &today);
+    let n = |k: &str| facts[k].as_f64().unwrap_or(0.0);
+    let mut line = format!(
+        "loops ${:.2}/${:.2}",
+        n("session_counted_usd"),
+        n("session_limit_usd")
+    );
+    if n("day_usd") > 0.0 {
+        line.push_str(&format!(
+            " · today ${:.2}/${:.2}",
+            n("day_usd"),
+            n("day_limit_usd")
+        ));
+    }
+    (Some(line), facts)
 }
 
 /// The things the person was told (tampering, a state lost or put back) among the session's
@@ -133,6 +172,8 @@ pub fn describe(s: &SessionState) -> String {
     if c.ended_turns > 0 {
         parts.push(format!("{}/{SESSION_BOUND} turns ended", c.ended_turns));
     }
+    let (spent, _) = budget(s);
+    parts.extend(spent);
     let told = told(s);
     if told > 0 {
         parts.push(format!("{told} told: loopgate status"));

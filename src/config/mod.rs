@@ -42,6 +42,61 @@ pub struct Config {
     pub housekeeping: Housekeeping,
     pub exempt: Exempt,
     pub notify: Notify,
+    pub budget: Budget,
+}
+
+/// The loop budget (issue 39): what loops may cost, in dollars (and optionally tokens), per
+/// session and per day across every CLI. Only loop spend counts (calls inside a detected loop,
+/// and after a warning the agent ignored), never ordinary work. A project file may only tighten
+/// it; the prices and the estimate are the user's (`config::tighten`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Budget {
+    pub enabled: bool,
+    /// Loop spend of one session, in US dollars, at which it pauses and asks.
+    pub session_usd: f64,
+    /// Loop spend of the day (UTC) across every session and CLI: the backstop.
+    pub day_usd: f64,
+    /// The same bounds in tokens; 0: not used.
+    pub session_tokens: u64,
+    pub day_tokens: u64,
+    /// The fraction of a bound at which the agent and the person are warned.
+    pub warn_at: f64,
+    /// Where a CLI records no usage loopgate can read (Gemini, Qwen, Copilot, OpenCode, Kilo):
+    /// the tokens one loop call is taken to cost, priced as `estimate_model`.
+    pub estimate_input_tokens: u64,
+    pub estimate_output_tokens: u64,
+    pub estimate_model: String,
+    /// Prices by model id prefix, in US dollars per million tokens, over the built-in table.
+    pub prices: BudgetPrices,
+}
+
+/// `[budget.prices]`: model id prefix → price.
+pub type BudgetPrices = std::collections::BTreeMap<String, Price>;
+
+/// A model's list price, US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            enabled: true,
+            session_usd: 5.0,
+            day_usd: 20.0,
+            session_tokens: 0,
+            day_tokens: 0,
+            warn_at: 0.8,
+            estimate_input_tokens: 30_000,
+            estimate_output_tokens: 500,
+            estimate_model: "gemini-2.5-pro".into(),
+            prices: BudgetPrices::new(),
+        }
+    }
 }
 
 /// The out-of-band notice (issue 39): what loopgate runs when it ends a turn or a session, or
@@ -383,6 +438,7 @@ impl Default for Config {
             housekeeping: Housekeeping::default(),
             exempt: Exempt::default(),
             notify: Notify::default(),
+            budget: Budget::default(),
         }
     }
 }

@@ -468,6 +468,7 @@ fn limits(config: &mut Config, merged: &mut Table, problems: &mut Vec<String>) {
             }
         }
     }
+    budget_limits(&mut config.budget, merged, problems);
     let s = &config.detectors.stagnation;
     if s.enabled && s.warn_at >= s.deny_at {
         problems.push(format!(
@@ -475,6 +476,34 @@ fn limits(config: &mut Config, merged: &mut Table, problems: &mut Vec<String>) {
              first, so its warning never shows",
             s.warn_at, s.deny_at
         ));
+    }
+}
+
+/// A budget's figures that cannot mean what they say (a negative bound, a warning past the
+/// bound): the default is put in effect and the person told.
+fn budget_limits(b: &mut crate::config::Budget, merged: &mut Table, problems: &mut Vec<String>) {
+    let d = crate::config::Budget::default();
+    for (key, value, default) in [
+        ("session_usd", &mut b.session_usd, d.session_usd),
+        ("day_usd", &mut b.day_usd, d.day_usd),
+        ("warn_at", &mut b.warn_at, d.warn_at),
+    ] {
+        let bad = !value.is_finite() || *value < 0.0 || (key == "warn_at" && *value > 1.0);
+        if bad {
+            problems.push(format!(
+                "budget.{key} = {value}: {} ; {default} is in effect",
+                if key == "warn_at" {
+                    "a fraction of the budget, from 0 to 1"
+                } else {
+                    "a bound in US dollars cannot be negative"
+                }
+            ));
+            *value = default;
+            let path = format!("budget.{key}");
+            if get(merged, &path).is_some() {
+                set(merged, &path, Value::Float(default));
+            }
+        }
     }
 }
 

@@ -18,6 +18,9 @@ pub enum Rule {
     Lower,
     /// A window or an allowance where a larger value watches more: the project may raise it.
     Higher,
+    /// A bound where 0 means "not used": the project may set one where none is, or lower it,
+    /// never to 0.
+    LowerUnlessUnset,
     /// A switch the project may turn on, never off.
     OnOnly,
     /// Named values, strictest first: the project may move towards the front.
@@ -37,6 +40,13 @@ const TABLE: &[(&str, Rule)] = &[
     ("housekeeping.*", Rule::UserOnly),
     ("exempt.*", Rule::UserOnly),
     ("notify.*", Rule::UserOnly),
+    // The figures the budget is priced with: a project could only make a loop look cheaper.
+    ("budget.prices.*", Rule::UserOnly),
+    ("budget.estimate_model", Rule::UserOnly),
+    ("budget.estimate_input_tokens", Rule::Higher),
+    ("budget.estimate_output_tokens", Rule::Higher),
+    ("budget.session_tokens", Rule::LowerUnlessUnset),
+    ("budget.day_tokens", Rule::LowerUnlessUnset),
     ("progress.when", Rule::Order(&["always", "unattended"])),
     ("*.enabled", Rule::OnOnly),
     ("*.rust", Rule::OnOnly),
@@ -120,6 +130,12 @@ pub fn check(path: &str, current: Option<&Value>, wanted: &Value) -> Result<(), 
                 "it may only lower this threshold ({current} in effect)"
             )),
         },
+        Rule::LowerUnlessUnset => match (num(current), num(wanted)) {
+            (Some(c), Some(w)) if w > 0.0 && (c == 0.0 || w <= c) => Ok(()),
+            _ => Err(format!(
+                "it may only set this bound where none is, or lower it, never to 0 ({current} in effect)"
+            )),
+        },
         Rule::Higher => match (num(current), num(wanted)) {
             (Some(c), Some(w)) if w >= c => Ok(()),
             _ => Err(format!(
@@ -154,6 +170,22 @@ mod tests {
 
     fn v(s: &str) -> Value {
         format!("x = {s}").parse::<toml::Table>().unwrap()["x"].clone()
+    }
+
+    #[test]
+    fn a_token_bound_may_be_set_or_lowered_never_switched_off() {
+        let p = "budget.session_tokens";
+        assert!(
+            check(p, Some(&v("0")), &v("1000")).is_ok(),
+            "set where none is"
+        );
+        assert!(check(p, Some(&v("1000")), &v("500")).is_ok(), "lowered");
+        assert!(check(p, Some(&v("1000")), &v("0")).is_err(), "never off");
+        assert!(
+            check(p, Some(&v("1000")), &v("2000")).is_err(),
+            "never raised"
+        );
+        assert!(check("budget.prices.gpt-5.input", None, &v("0.0")).is_err());
     }
 
     #[test]

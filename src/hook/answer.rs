@@ -55,6 +55,7 @@ pub(super) fn answer(
         config_problems,
         notices,
         halt,
+        budget,
     } = told;
     let notify = !config_problems.is_empty()
         && session.store.as_ref().is_none_or(|s| {
@@ -74,7 +75,15 @@ pub(super) fn answer(
     // After the lock is released: a slow receiver holds no other call of the session.
     if cfg.notify.wanted() {
         let dir = store.as_ref().map(|s| s.dir());
-        problems.extend(notices_out(call, cfg, dir, halt.as_ref(), &tells, verdicts));
+        problems.extend(notices_out(
+            call,
+            cfg,
+            dir,
+            halt.as_ref(),
+            budget.as_ref(),
+            &tells,
+            verdicts,
+        ));
     }
     if let Some(s) = store.as_ref().filter(|_| first_call) {
         crate::store::gc::maybe_sweep(s.dir(), &cfg.housekeeping);
@@ -151,6 +160,7 @@ fn notices_out(
     cfg: &config::Config,
     dir: Option<&std::path::Path>,
     halt: Option<&crate::judge::halt::Halt>,
+    budget: Option<&(String, serde_json::Value)>,
     tells: &[super::session::Tell],
     verdicts: &[Verdict],
 ) -> Vec<String> {
@@ -174,6 +184,13 @@ fn notices_out(
     let mut notices: Vec<super::notify::Notice> = Vec::new();
     if let Some(h) = halt {
         notices.push(base("halt", &h.code, &h.reason, h.evidence_value()));
+    }
+    if let Some((reason, evidence)) = budget {
+        let mut n = base("budget", "budget", reason, evidence.clone());
+        n.resume = "nothing to resume yet: the session pauses at the budget; raise it with \
+                    `/loopgate budget +N` or `loopgate continue --budget N`"
+            .into();
+        notices.push(n);
     }
     // An agent's attempt to switch loopgate off, refused by the guard, is a weakening the person
     // hears of at once: the next attempt may take a route the guard does not parse.

@@ -37,12 +37,15 @@ pub(super) fn answer(cli: &Cli, payload: &Payload, cfg: &config::Config) -> Done
     }
     let args = payload.command_args.as_deref().unwrap_or("");
     if args.trim() == "continue" {
-        return continue_here(cli, payload);
+        return continue_here(cli, payload, None);
+    }
+    if let Some(n) = budget_raise(args) {
+        return continue_here(cli, payload, Some(n));
     }
     let Some(id) = sanction::allow_id(args) else {
         return block(
             "loopgate: `/loopgate continue` continues this session after loopgate halted it; \
-             `/loopgate allow <id>` keeps a settings change loopgate undid (the id is in \
+             `/loopgate budget +5` raises its loop budget by $5; `/loopgate allow <id>` keeps a settings change loopgate undid (the id is in \
              loopgate's message about it)"
                 .into(),
         );
@@ -132,10 +135,20 @@ fn block(reason: String) -> Done {
     }
 }
 
+/// `/loopgate budget +N` (or `budget N`): the dollars to add to this session's loop budget.
+fn budget_raise(args: &str) -> Option<f64> {
+    let rest = args.trim().strip_prefix("budget")?.trim();
+    rest.trim_start_matches('+')
+        .trim_start_matches('$')
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && *n > 0.0)
+}
+
 /// `/loopgate continue`: the person continues this session after a halt, keeping what loopgate
 /// knows of it. Only the person can type it (see [`crate::defence::sanction`]); the agent's
 /// `loopgate continue` is refused by the guard.
-fn continue_here(cli: &Cli, payload: &Payload) -> Done {
+fn continue_here(cli: &Cli, payload: &Payload, raise: Option<f64>) -> Done {
     let mut notices = Vec::new();
     let Some(store) = open_store(cli, &mut notices) else {
         return block(format!(
@@ -146,16 +159,22 @@ fn continue_here(cli: &Cli, payload: &Payload) -> Done {
     let stem = crate::store::Store::stem(&payload.session_id);
     let now = crate::platform::clock::now_ms();
     let wait = std::time::Duration::from_millis(crate::config::MAX_LOCK_WAIT_MS);
-    let message = match crate::store::resume::continue_stem(&store, &stem, now, wait) {
-        Ok((Continued::Halt(h), _)) => format!(
-            "loopgate: this session continues after its halt ({}): the loop counts that stopped \
-             it are lifted, what loopgate knows of the session is kept. Send your next prompt.",
+    let raised = raise
+        .map(|n| format!("loopgate: this session's loop budget is ${n:.2} higher. "))
+        .unwrap_or_default();
+    let message =
+        match crate::store::resume::continue_stem(&store, &stem, now, wait, raise) {
+            Ok((Continued::Halt(h), _)) => format!(
+            "{}this session continues after its halt ({}): the loop counts that stopped it are \
+             lifted, what loopgate knows of the session is kept. Send your next prompt.",
+            if raised.is_empty() { "loopgate: " } else { &raised },
             h.code
         ),
-        Ok((Continued::Nothing, _)) => {
-            "loopgate: this session is not halted: nothing to continue".into()
-        }
-        Err(e) => format!("loopgate: could not continue this session: {e:#}"),
-    };
+            Ok((Continued::Nothing, _)) if raise.is_some() => raised.trim_end().to_string(),
+            Ok((Continued::Nothing, _)) => {
+                "loopgate: this session is not halted: nothing to continue".into()
+            }
+            Err(e) => format!("loopgate: could not continue this session: {e:#}"),
+        };
     block(message)
 }

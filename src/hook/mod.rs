@@ -4,6 +4,7 @@
 //! FileChanged) are answered apart, in [`settings`].
 
 mod answer;
+mod budget;
 mod expansion;
 mod forgotten;
 mod journaled;
@@ -185,6 +186,8 @@ struct Told {
     notices: Vec<String>,
     /// A halt this call made (a turn or session ended), for the out-of-band notice.
     halt: Option<crate::judge::halt::Halt>,
+    /// The loop budget's warning of this call (its reason and evidence), for the notice.
+    budget: Option<(String, serde_json::Value)>,
 }
 
 fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
@@ -217,6 +220,7 @@ fn process(cli: &Cli, expected: Event, input: &[u8]) -> Result<Done> {
         config_problems: loaded.problems.clone(),
         notices: Vec::new(),
         halt: None,
+        budget: None,
     };
     let (session, mut state) = session::open(&call, cfg, &loaded.env_ignored, &mut told.notices);
     let (verdicts, pending) = judge(&call, &session, &mut state, cfg, &mut told);
@@ -308,6 +312,8 @@ fn judge(
             ));
         }
     }
+    let dir = session.store.as_ref().map(|s| s.dir());
+    budget::step(call, dir, state, cfg, attended, &mut verdicts, told);
     verdicts
         .iter_mut()
         .for_each(crate::judge::redact::mask_verdict);

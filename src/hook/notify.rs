@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 /// What a notice is about; `kind` is stable, scripts compare it.
 pub struct Notice<'a> {
-    /// `halt`, `switched_off`, `weakened` or `reset`.
+    /// `halt`, `budget` (the loop budget's warning), `switched_off`, `weakened` or `reset`.
     pub kind: &'static str,
     /// The halt's reason code, or the tell's (`config_change`, `file_changed`, …).
     pub code: &'a str,

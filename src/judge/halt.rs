@@ -9,8 +9,7 @@ pub use crate::judge::state::{Halt, Halts, StopLoop};
 use crate::protocol::payload::{clip, Event};
 use crate::protocol::verdict::{Action, Severity, Verdict};
 
-/// The reason codes, stable across versions: scripts compare them. A budget halt (issue 39,
-/// point 1) is to be `budget`.
+/// The reason codes, stable across versions: scripts compare them.
 pub mod code {
     /// A turn ended at the loop ceiling (refusals walked into).
     pub const TURN_CEILING: &str = "turn_ceiling";
@@ -28,8 +27,10 @@ pub mod code {
     pub const STOP_GATE: &str = "stop_gate";
     /// Another hook kept blocking the turn's end with nothing done between: loopgate ended it.
     pub const STOP_HOOK_LOOP: &str = "stop_hook_loop";
+    /// The loop budget was spent: the session paused and asked, or its turn ended.
+    pub const BUDGET: &str = "budget";
     /// Every code, for the docs' test.
-    pub const ALL: [&str; 8] = [
+    pub const ALL: [&str; 9] = [
         TURN_CEILING,
         SESSION_CEILING,
         LADDER,
@@ -38,6 +39,7 @@ pub mod code {
         OUTER_LOOP,
         STOP_GATE,
         STOP_HOOK_LOOP,
+        BUDGET,
     ];
 }
 
@@ -123,6 +125,7 @@ pub fn code_of(event: Event, v: &Verdict) -> Option<&'static str> {
         OUTER_LOOP if v.action >= Action::Deny => code::OUTER_LOOP,
         detectors::progress::NAME if has(GATE_SPENT) => code::STOP_GATE,
         STOP_HOOK_LOOP if v.action >= Action::Deny => code::STOP_HOOK_LOOP,
+        crate::judge::budget::NAME if v.action >= Action::Deny => code::BUDGET,
         _ => return None,
     })
 }
@@ -182,6 +185,9 @@ pub fn continue_session(state: &mut SessionState, now_ms: u64) -> Option<Halt> {
     let halt = state.halts.last.as_mut().filter(|h| h.stands())?;
     halt.continued_ms = Some(now_ms);
     let halt = halt.clone();
+    if halt.code == code::BUDGET {
+        crate::judge::budget::forgive(&mut state.budget);
+    }
     state.ceiling.ended = false;
     state.ceiling.halted = false;
     state.ceiling.refusals = 0;
@@ -203,5 +209,20 @@ pub fn how_to_resume(session: &str, claude: bool) -> String {
         )
     } else {
         format!("run `loopgate continue --session {session}`, then send your next prompt")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Scripts read the codes from the docs' table: every code is there.
+    #[test]
+    fn every_reason_code_is_in_the_docs_table() {
+        let doc = include_str!("../../docs/commands.md");
+        for code in super::code::ALL {
+            assert!(
+                doc.contains(&format!("| `{code}` |")),
+                "docs/commands.md lacks the halt code {code}"
+            );
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Judging one call: the observation ledger, the session state it lives in, outcomes and noise
 //! masks, the detectors, and the engine that runs them. No I/O beyond reading the work tree.
 
+pub mod budget;
 pub mod call_key;
 pub mod ceiling;
 pub mod detectors;

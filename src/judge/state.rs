@@ -52,6 +52,10 @@ pub struct SessionState {
     /// `/loopgate continue`. Keep it the last field: states of formats before 9 end before it,
     /// and decode with its default (`codec`).
     pub halts: Halts,
+    /// What the session's loops cost, against the loop budget (`judge::budget`). Keep it the
+    /// last field: states of formats before 11 end before it, and decode with its default
+    /// (`codec`).
+    pub budget: LoopBudget,
     /// Subagents whose record was dropped by this call while it held failing calls (a loop it may
     /// be in): never saved, told to the person by the hook.
     #[serde(skip)]
@@ -85,6 +89,47 @@ pub struct StopLoop {
     /// either moving is something done between. (Not the epoch: a re-fed prompt moves that.)
     pub calls: u64,
     pub states: u32,
+}
+
+/// The session's loop spend (issue 39): tokens and dollars of calls inside a detected loop, the
+/// open loop window, and what the person granted. Keep the fields' order: the state's binary
+/// format encodes them in it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoopBudget {
+    /// Spend in loops, this session, all agents.
+    pub usd: f64,
+    pub tokens: u64,
+    /// Model responses counted (each once).
+    pub responses: u64,
+    /// The open loop window: since when calls are waste, and the world's epoch then (a new
+    /// state of the work closes it). `None`: no loop under way.
+    pub since_ms: Option<u64>,
+    pub epoch: u32,
+    pub turn: u32,
+    /// The latest model response counted, by its time: nothing at or before it counts again.
+    pub counted_ms: u64,
+    /// Claude Code's own session cost at the previous loop call, as loopgate's status line
+    /// recorded it; the next loop call's dollars are the difference.
+    pub live_mark: Option<f64>,
+    /// Spend the person let go on by continuing (`/loopgate continue`): the bound counts from it.
+    pub forgiven_usd: f64,
+    pub forgiven_tokens: u64,
+    /// Dollars the person added to this session's bound (`/loopgate budget +N`).
+    pub raised_usd: f64,
+    /// The day's spend the person let go on for this session (the backstop counts from it).
+    pub day_forgiven_usd: f64,
+    /// The day (UTC) and its loop spend across every session, as last read from the day ledger.
+    pub day: String,
+    pub day_usd: f64,
+    pub day_tokens: u64,
+    /// Warned once per bound: the session's, then the day's (reset by a continue).
+    pub warned: bool,
+    pub day_warned: bool,
+    /// Loop windows opened in this session, and the detectors that opened the latest, for the
+    /// halt's evidence.
+    pub loops: u32,
+    pub detectors: Vec<String>,
 }
 
 /// One halt: loopgate ended a turn or a session (`judge::halt` decides and lifts them).

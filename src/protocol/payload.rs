@@ -111,7 +111,7 @@ pub struct Payload {
     #[serde(default)]
     pub prompt_id: Option<String>,
     /// The session's transcript: logged with each decision so that `report` can tell what a
-    /// loop cost. No hook reads it.
+    /// loop cost. A hook reads only its end, and only for a call inside a loop (the budget).
     #[serde(default)]
     pub transcript_path: Option<String>,
     #[serde(default)]

@@ -2,74 +2,13 @@
 //! end, read from the session's transcript (its assistant messages carry token usage).
 //!
 //! Only the person's commands (`report`, `status --session`, `replay`) read transcripts; no hook
-//! call does. Prices are list prices, and only for the models in [`PRICES`].
+//! call does. Prices are list prices, and only for the models in [`PRICES`]
+//! (`replay::pricing`, which the loop budget shares).
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
-/// Tokens of one or more model responses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Usage {
-    pub input: u64,
-    pub cache_write_5m: u64,
-    pub cache_write_1h: u64,
-    pub cache_read: u64,
-    pub output: u64,
-}
-
-impl Usage {
-    pub fn total(&self) -> u64 {
-        self.input + self.cache_write_5m + self.cache_write_1h + self.cache_read + self.output
-    }
-
-    fn add(&mut self, o: &Usage) {
-        self.input += o.input;
-        self.cache_write_5m += o.cache_write_5m;
-        self.cache_write_1h += o.cache_write_1h;
-        self.cache_read += o.cache_read;
-        self.output += o.output;
-    }
-
-    fn of(u: &Value) -> Usage {
-        let n = |v: &Value| v.as_u64().unwrap_or(0);
-        let write = n(&u["cache_creation_input_tokens"]);
-        let h1 = n(&u["cache_creation"]["ephemeral_1h_input_tokens"]).min(write);
-        Usage {
-            input: n(&u["input_tokens"]),
-            cache_write_5m: write - h1,
-            cache_write_1h: h1,
-            cache_read: n(&u["cache_read_input_tokens"]),
-            output: n(&u["output_tokens"]),
-        }
-    }
-}
-
-/// List prices in US dollars per million tokens: input, output (cache writes cost 1.25× input for
-/// 5 minutes, 2× for an hour; cache reads 0.1×). The first model id prefix that matches applies.
-pub const PRICES_DATE: &str = "2025-11-24";
-pub const PRICES: &[(&str, f64, f64)] = &[
-    ("claude-opus-4-5", 5.0, 25.0),
-    ("claude-opus-4-1", 15.0, 75.0),
-    ("claude-opus-4-2025", 15.0, 75.0),
-    ("claude-sonnet-4-5", 3.0, 15.0),
-    ("claude-sonnet-4-2025", 3.0, 15.0),
-    ("claude-3-7-sonnet", 3.0, 15.0),
-    ("claude-haiku-4-5", 1.0, 5.0),
-    ("claude-3-5-haiku", 0.8, 4.0),
-];
-
-/// The list price of `usage` on `model`, if the model is in [`PRICES`].
-pub fn price(model: &str, u: &Usage) -> Option<f64> {
-    let (_, input, output) = PRICES.iter().find(|(p, _, _)| model.starts_with(p))?;
-    let per = |tokens: u64, rate: f64| tokens as f64 * rate / 1e6;
-    Some(
-        per(u.input, *input)
-            + per(u.cache_write_5m, input * 1.25)
-            + per(u.cache_write_1h, input * 2.0)
-            + per(u.cache_read, input * 0.1)
-            + per(u.output, *output),
-    )
-}
+pub use super::pricing::{price, Usage, PRICES, PRICES_DATE};
 
 /// One model response: the lines of a transcript that share a `message.id`.
 #[derive(Debug, Clone, Default)]
@@ -89,7 +28,8 @@ pub struct Transcript {
     steps: Vec<Step>,
 }
 
-fn ms(line: &Value) -> u64 {
+/// A transcript line's `timestamp`, in ms since the epoch (0 when it has none).
+pub fn ms(line: &Value) -> u64 {
     line["timestamp"]
         .as_str()
         .and_then(|t| humantime::parse_rfc3339_weak(t).ok())

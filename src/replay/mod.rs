@@ -21,6 +21,8 @@ pub mod format;
 pub mod gemini;
 mod native;
 pub mod opencode;
+pub mod pricing;
+pub mod spend;
 pub mod transcript;
 
 pub use format::Cli;
@@ -113,6 +115,21 @@ pub struct SessionReport {
     /// Lines of the session's files that could not be read (not JSON, or a record of no known
     /// shape): the rest of the file was replayed without them.
     pub skipped_lines: usize,
+    /// What the loop budget would have done (the session's bound only: a replay has no day).
+    pub budget: BudgetReplay,
+}
+
+/// The loop budget over a replayed session: its loop spend, and its warnings and pauses.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BudgetReplay {
+    pub loop_usd: f64,
+    pub loop_tokens: u64,
+    /// Loop windows opened.
+    pub loops: u32,
+    pub would_warn: u32,
+    pub would_pause: u32,
+    /// Where the spend came from: `transcript`, `rollout` or `estimate`.
+    pub source: &'static str,
 }
 
 /// Replays one transcript's text through the engine.
@@ -167,6 +184,15 @@ pub fn replay_session(
     // it is unknown.
     let attended = (cli == Cli::Claude).then_some(false);
     let mut states: HashMap<String, SessionState> = HashMap::new();
+    let (responses, source) = match cli {
+        Cli::Claude => (spend::claude(main), "transcript"),
+        Cli::Codex => (spend::codex(main), "rollout"),
+        _ => (Vec::new(), "estimate"),
+    };
+    let mut budget = BudgetReplay {
+        source,
+        ..BudgetReplay::default()
+    };
     let (fired, stops) = judge_all(&conv.payloads, |payload, event, now_ms| {
         let ctx = Ctx {
             config: &cfg,
@@ -180,7 +206,19 @@ pub fn replay_session(
         let state = states
             .entry(payload.session_id.clone())
             .or_insert_with(|| SessionState::new(&payload.session_id, now_ms));
-        engine::handle(state, payload, event, &ctx)
+        let verdicts = engine::handle(state, payload, event, &ctx);
+        if cfg.budget.enabled {
+            replay_budget(
+                state,
+                payload,
+                event,
+                &verdicts,
+                &ctx,
+                &responses,
+                &mut budget,
+            );
+        }
+        verdicts
     });
     // Token usage is read from Claude Code transcripts only.
     let loops = if cli == Cli::Claude {
@@ -203,6 +241,53 @@ pub fn replay_session(
         stops,
         fired,
         skipped_lines: conv.skipped_lines,
+        budget,
+    }
+}
+
+/// The loop budget's step of the live hook (`hook::budget`), on a replayed call: the same window,
+/// the spend from the whole session file up to the call's time (or the estimate), the session's
+/// bound. Its verdicts are counted, never added to what fired.
+fn replay_budget(
+    state: &mut SessionState,
+    payload: &Payload,
+    event: Event,
+    verdicts: &[Verdict],
+    ctx: &Ctx,
+    responses: &[spend::Response],
+    out: &mut BudgetReplay,
+) {
+    let cfg = &ctx.config.budget;
+    if !crate::judge::budget::follows(event) {
+        return;
+    }
+    let loops_before = state.budget.loops;
+    if !crate::judge::budget::follow(state, &payload.agent_key(), verdicts, ctx.now_ms) {
+        return;
+    }
+    out.loops += state.budget.loops - loops_before;
+    if matches!(event, Event::PreToolUse | Event::Stop) {
+        let b = &state.budget;
+        let since = b.since_ms.unwrap_or(ctx.now_ms).max(b.counted_ms + 1);
+        let s = if out.source == "estimate" {
+            if event == Event::PreToolUse {
+                spend::estimate(cfg, ctx.now_ms)
+            } else {
+                crate::judge::budget::Spend::default()
+            }
+        } else {
+            spend::of(responses, since, ctx.now_ms, &cfg.prices)
+        };
+        out.loop_usd += s.usd;
+        out.loop_tokens += s.tokens;
+        crate::judge::budget::add(&mut state.budget, &s, None);
+    }
+    match crate::judge::budget::weigh(&mut state.budget, cfg, event, ctx.attended, ctx.caps, "")
+        .map(|v| v.action)
+    {
+        Some(Action::Warn) => out.would_warn += 1,
+        Some(_) => out.would_pause += 1,
+        None => {}
     }
 }
 

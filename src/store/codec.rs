@@ -12,12 +12,12 @@
 //! `crc32 u32` over the first 20 header bytes and the body.
 
 use crate::judge::halt::Halts;
-use crate::judge::state::{Ceiling, Heed, PermissionGate, SessionState, Written};
+use crate::judge::state::{Ceiling, Heed, LoopBudget, PermissionGate, SessionState, Written};
 use crate::util::canon::Digest16;
 
 pub const MAGIC: [u8; 4] = *b"LGST";
 /// Bumped whenever the body's layout changes incompatibly; files of a format this binary does
-/// not read are quarantined. 10 adds the session's halts ([`Halts`]) as the last field; 9 may set
+/// not read are quarantined. 11 adds the loop budget ([`LoopBudget`]) as the last field; 10 adds the session's halts ([`Halts`]) as the last field; 9 may set
 /// the ledger entry's "still under way" bit (the layout of 8, whose files never set it, so 8 is read
 /// as 9); 8 adds the prompts of the turns the circuit breaker counted
 /// (`failed_prompts`) as the last field; 7 adds when loopgate wrote the state ([`Written`]) as its last
@@ -25,7 +25,9 @@ pub const MAGIC: [u8; 4] = *b"LGST";
 /// the session's [`Ceiling`] as the state's last field; 2 writes the ledger's entries as one block
 /// ([`crate::judge::ledger::block`]); 1, the same state with entries field by field. 1 to 4 are
 /// still read, what they lack taken as its default.
-pub const FORMAT: u16 = 10;
+pub const FORMAT: u16 = 11;
+/// The first format with the halts, without the loop budget, still read.
+const FORMAT_NO_BUDGET: u16 = 10;
 /// The first format with an entry's "still under way" bit, without the halts, still read.
 const FORMAT_NO_HALTS: u16 = 9;
 /// The first format with the breaker's prompts, without the "still under way" bit: the layout of
@@ -105,6 +107,7 @@ pub fn peek_header(bytes: &[u8]) -> Result<(u64, usize), Bad> {
     if !matches!(
         format,
         FORMAT
+            | FORMAT_NO_BUDGET
             | FORMAT_NO_HALTS
             | FORMAT_NO_UNDER_WAY
             | FORMAT_NO_FAILED_PROMPTS
@@ -144,7 +147,8 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
         // encoding is the same state with that part empty.
         let no_prompts = || postcard::to_extend(&Vec::<Digest16>::new(), Vec::new());
         let no_halts = format == FORMAT_NO_HALTS || format == FORMAT_NO_UNDER_WAY;
-        let tail = if no_halts {
+        let no_budget = format == FORMAT_NO_BUDGET;
+        let tail = if no_budget || no_halts {
             Ok(Vec::new())
         } else if format == FORMAT_NO_FAILED_PROMPTS {
             no_prompts()
@@ -163,14 +167,21 @@ pub fn decode(bytes: &[u8]) -> Result<(u64, SessionState), Bad> {
             .and_then(|t| postcard::to_extend(&Heed::default(), t))
         }
         .and_then(|t| {
-            if no_halts || format == FORMAT_NO_FAILED_PROMPTS {
+            if no_budget || no_halts || format == FORMAT_NO_FAILED_PROMPTS {
                 Ok(t)
             } else {
                 postcard::to_extend(&Written::default(), t)
                     .and_then(|t| postcard::to_extend(&Vec::<Digest16>::new(), t))
             }
         })
-        .and_then(|t| postcard::to_extend(&Halts::default(), t))
+        .and_then(|t| {
+            if no_budget {
+                Ok(t)
+            } else {
+                postcard::to_extend(&Halts::default(), t)
+            }
+        })
+        .and_then(|t| postcard::to_extend(&LoopBudget::default(), t))
         .map_err(|e| Bad::Body(e.to_string()))?;
         let mut whole = body.to_vec();
         whole.extend(tail);
@@ -263,6 +274,14 @@ mod tests {
             to: "OPEN".into(),
             reason: "r".into(),
         });
+        s.budget = LoopBudget {
+            usd: 0.5,
+            since_ms: Some(3),
+            live_mark: Some(0.25),
+            day: "2026-11-28".into(),
+            detectors: vec!["repeat".into()],
+            ..LoopBudget::default()
+        };
         let main = &s.agents[crate::protocol::payload::MAIN_AGENT];
         assert!(
             main.ledger
@@ -335,7 +354,10 @@ mod tests {
         assert_eq!(s.written, Written::default(), "no older format has it");
         assert!(s.failed_prompts.is_empty(), "no older format has them");
         assert_eq!(s.halts, Halts::default(), "no older format has them");
-        let written = postcard::to_allocvec(&Written::default()).unwrap().len() + 1 + halts_len();
+        let written = postcard::to_allocvec(&Written::default()).unwrap().len()
+            + 1
+            + halts_len()
+            + budget_len();
         cut(s, format, tail + written)
     }
 
@@ -344,6 +366,7 @@ mod tests {
     fn a_format_two_state_without_the_ceiling_is_still_read() {
         let mut s = full_state();
         s.halts = Halts::default();
+        s.budget = LoopBudget::default();
         s.failed_prompts.clear();
         s.ceiling = Ceiling::default();
         s.heed = Heed::default();
@@ -369,6 +392,7 @@ mod tests {
     fn a_format_three_state_keeps_its_ceiling_without_the_permission_gate() {
         let mut s = full_state();
         s.halts = Halts::default();
+        s.budget = LoopBudget::default();
         s.failed_prompts.clear();
         s.ceiling.permission = PermissionGate::default();
         s.heed = Heed::default();
@@ -397,6 +421,7 @@ mod tests {
     fn a_format_four_state_is_read_with_nothing_standing() {
         let mut s = full_state();
         s.halts = Halts::default();
+        s.budget = LoopBudget::default();
         s.failed_prompts.clear();
         s.heed = Heed::default();
         let old = older(&s, FORMAT_NO_HEED, heed_len());
@@ -414,6 +439,7 @@ mod tests {
     fn a_format_six_state_is_read_without_a_time_of_writing() {
         let mut s = full_state();
         s.halts = Halts::default();
+        s.budget = LoopBudget::default();
         s.failed_prompts.clear();
         s.failed_prompts.clear();
         let old = older(&s, FORMAT_NO_WRITTEN, 0);
@@ -438,12 +464,13 @@ mod tests {
     fn a_format_seven_state_is_read_without_the_breakers_prompts() {
         let mut s = full_state();
         s.halts = Halts::default();
+        s.budget = LoopBudget::default();
         s.failed_prompts.clear();
         s.written = Written {
             at_ms: 1_700_000_000_000,
             skew_ms: Some(-3),
         };
-        let old = cut(&s, FORMAT_NO_FAILED_PROMPTS, 1 + halts_len());
+        let old = cut(&s, FORMAT_NO_FAILED_PROMPTS, 1 + halts_len() + budget_len());
         let (_, back) = decode(&old).unwrap();
         assert!(
             same(&s, &back),
@@ -470,14 +497,38 @@ mod tests {
         postcard::to_allocvec(&Halts::default()).unwrap().len()
     }
 
+    fn budget_len() -> usize {
+        postcard::to_allocvec(&LoopBudget::default()).unwrap().len()
+    }
+
+    /// A format-10 state (written before the loop budget) is read whole, with no loop spend.
+    #[test]
+    fn a_format_ten_state_is_read_without_loop_spend() {
+        let mut s = full_state();
+        s.budget = LoopBudget::default();
+        let old = cut(&s, FORMAT_NO_BUDGET, budget_len());
+        let (_, back) = decode(&old).unwrap();
+        assert!(
+            same(&s, &back),
+            "a format-10 state decodes to the same state"
+        );
+        let mut now = s.clone();
+        now.budget.usd = 1.5;
+        now.budget.since_ms = Some(7);
+        now.budget.detectors.push("repeat".into());
+        let (_, back) = decode(&encode(&now, 1).unwrap()).unwrap();
+        assert_eq!(back.budget, now.budget);
+    }
+
     /// A format-9 or format-8 state (written before halts were kept) is read whole, with no
     /// halt: `loopgate halted` says the session was not halted, and its next halt is its first.
     #[test]
     fn a_format_nine_or_eight_state_is_read_without_halts() {
         let mut s = full_state();
         s.halts = Halts::default();
+        s.budget = LoopBudget::default();
         for format in [FORMAT_NO_HALTS, FORMAT_NO_UNDER_WAY] {
-            let old = cut(&s, format, halts_len());
+            let old = cut(&s, format, halts_len() + budget_len());
             let (_, back) = decode(&old).unwrap();
             assert!(
                 same(&s, &back),
@@ -501,6 +552,7 @@ mod tests {
     fn a_format_five_state_is_read_without_a_config_baseline() {
         let mut s = full_state();
         s.halts = Halts::default();
+        s.budget = LoopBudget::default();
         s.failed_prompts.clear();
         s.heed.turn = 3;
         s.heed.config = Vec::new();

@@ -144,6 +144,11 @@ pub fn sweep(
                         }
                     }
                 }
+                // The status line's record of the session's own cost (the loop budget).
+                let live = crate::store::budget::live_path(state_dir, stem);
+                if let Ok(m) = fs::symlink_metadata(&live) {
+                    remove(&live, &m, dry_run, &mut out)?;
+                }
                 drop(guard);
             }
             Kind::Lock | Kind::Notice if age(meta) > max_age => {
@@ -264,6 +269,22 @@ mod tests {
         fs::write(&p, b"x").unwrap();
         age(&p, days_old);
         p
+    }
+
+    #[test]
+    fn a_sessions_live_cost_goes_with_it() {
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path().join("sessions");
+        let live = d.path().join("live");
+        fs::create_dir_all(&s).unwrap();
+        fs::create_dir_all(&live).unwrap();
+        file(&s, "aaaa.state", 8);
+        file(&s, "bbbb.state", 1);
+        let gone = file(&live, "aaaa.cost", 8);
+        let kept = file(&live, "bbbb.cost", 8);
+        let cfg = Housekeeping::default();
+        sweep(d.path(), max_age(&cfg), 20, SystemTime::now(), false).unwrap();
+        assert!(!gone.exists() && kept.exists());
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! Every file is opened through [`platform::open_private_rw`]: a symlink, FIFO or device planted in
 //! the state dir is refused (and a state path that is one is moved aside), never followed or read.
 
+pub mod budget;
 pub mod codec;
 pub mod events;
 pub mod gc;

@@ -17,18 +17,29 @@ pub enum Continued {
 }
 
 /// Continues the session whose state file has `stem`, logging it in the event log (a log that
-/// cannot be written is said in the second value: the continue stands all the same).
+/// cannot be written is said in the second value: the continue stands all the same). `raise`
+/// adds that many dollars to the session's loop budget first (`continue --budget N`,
+/// `/loopgate budget +N`), halted or not.
 pub fn continue_stem(
     store: &Store,
     stem: &str,
     now_ms: u64,
     timeout: Duration,
+    raise: Option<f64>,
 ) -> Result<(Continued, Option<String>)> {
     let lock = store.lock_stem(stem, timeout)?;
     let (Some(mut state), _) = store.load(&lock)? else {
         bail!("no state for this session in {}", store.dir().display());
     };
+    let raise = raise.filter(|n| n.is_finite() && *n > 0.0);
+    if let Some(n) = raise {
+        crate::judge::budget::raise(&mut state.budget, n);
+    }
     let Some(halt) = crate::judge::halt::continue_session(&mut state, now_ms) else {
+        if raise.is_some() {
+            state.updated_ms = state.updated_ms.max(now_ms);
+            store.save(&lock, &mut state)?;
+        }
         return Ok((Continued::Nothing, None));
     };
     state.note(DecisionNote {

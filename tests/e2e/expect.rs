@@ -161,6 +161,33 @@ pub fn assert_silent(run: &Run, label: &str) {
 }
 
 /// The run ended on its own with exit 0 (no timeout, no crash).
+/// `detector` ended the unattended run as Claude Code obeys: its PreToolUse refused the call,
+/// then the model turn's PostToolBatch blocked (and nothing else of it, warnings aside), and the
+/// run stopped there. Returns those two events.
+pub fn assert_refused_then_run_ended<'a>(run: &'a Run, detector: &str) -> Vec<&'a Value> {
+    assert_eq!(
+        run.terminal_reason(),
+        Some("hook_stopped"),
+        "{}",
+        run.summary()
+    );
+    let events = run.events_where(|e| e["detector"] == detector && e["decision"] != "warn");
+    let steps: Vec<(String, String)> = events
+        .iter()
+        .map(|e| (e["event"].to_string(), e["decision"].to_string()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("\"PreToolUse\"".to_string(), "\"deny\"".to_string()),
+            ("\"PostToolBatch\"".to_string(), "\"block\"".to_string())
+        ],
+        "{}",
+        run.summary()
+    );
+    events
+}
+
 pub fn assert_clean_exit(run: &Run) {
     assert!(!run.timed_out, "claude timed out\n{}", run.summary());
     assert_eq!(

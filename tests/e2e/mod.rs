@@ -23,6 +23,7 @@
 //! - `escalation`: issues 3 and 9, stage-3 escalation ending an unattended run, and an OPEN
 //!   circuit refusing the next prompt.
 //! - `ceiling`: issue 22, a denial storm ends its turn at the ceiling.
+//! - `budget`: issue 39, a loop reaches the loop budget and the unattended turn ends.
 //! - `progress`: issue 9, a same-content write loop and a parallel batch with one failure.
 //! - `sessions`: issue 36, one session of a person: questions then a task, a new instruction
 //!   after failed turns, a background command polled until it finishes.
@@ -32,6 +33,7 @@
 
 mod agent_sdk;
 mod agents;
+mod budget;
 mod ceiling;
 mod claude_cli;
 mod escalation;

@@ -16,9 +16,11 @@
 //! - `smoke`: the harness with a recorder hook, no loopgate.
 //! - `scenarios`: the loops of issue 12, per CLI.
 //! - `ceiling`: issue 22's denial storm, ended per CLI.
+//! - `budget`: issue 39, a loop reaches the loop budget (Codex).
 //! - `sessions`: issue 36, a person's session per CLI (continued headless): questions then a task,
 //!   a new instruction after failed turns, a background command polled until it finishes.
 
+mod budget;
 mod ceiling;
 mod clis;
 mod harness;
