@@ -89,12 +89,15 @@ fn spend(call: &Call, dir: Option<&Path>, state: &mut SessionState, cfg: &Config
             let mut s = tail()
                 .map(|t| spend::of(&spend::claude(&t), since, u64::MAX, prices))
                 .unwrap_or_default();
-            // Claude Code's own figure, where loopgate's status line recorded it: the dollars
-            // between two loop calls are its difference (tokens still from the transcript).
+            // Claude Code's own figure, where loopgate's status line recorded it, prices what the
+            // table cannot (a model it does not list, a transcript it cannot read): the dollars
+            // between two loop calls are its difference. Only then: the status line is redrawn
+            // with the screen, so in a fast loop it lags the calls (seen with the real CLI: ten
+            // loop calls in 4 s and no redraw) and would hide what the loop spent.
             let live =
                 dir.and_then(|d| crate::store::budget::read_live(d, &call.payload.session_id));
             if let (Some(now), Some(mark)) = (live, state.budget.live_mark) {
-                if now >= mark {
+                if now >= mark && s.usd == 0.0 {
                     s.usd = now - mark;
                 }
             }

@@ -56,3 +56,65 @@ fn e2e_a_loop_reaches_the_budget_and_the_unattended_turn_ends() {
         "{status:#}"
     );
 }
+
+/// Attended (an interactive `claude` in tmux): at the budget the person is asked, in Claude
+/// Code's permission dialog with loopgate's reason, and what they answer decides; then
+/// `/loopgate budget +1`, typed by them, raises the budget and the loop's next call runs unasked.
+#[test]
+fn e2e_an_attended_loop_at_the_budget_asks_the_person() {
+    use super::interactive::Terminal;
+    use super::sanction::{report, started};
+    use std::time::Duration;
+    let Some(mut s) = Scenario::new("budget-ask") else {
+        return;
+    };
+    s.install(super::harness::Install::Script);
+    s.set_env("LOOPGATE_BUDGET__SESSION_USD", "0.0045");
+    let mut turns = vec![Turn::call(bash(FAILING)); 12];
+    turns.push(Turn::text("I could not read the config."));
+    let script = Script::default().prompt("loop", "READ-THE-SETTINGS", turns);
+    let api = super::fake_api::FakeApi::start(script);
+    let Some(term) = Terminal::start("budget-ask", &s.interactive_script(&api)) else {
+        return;
+    };
+    let out_dir = s.out_dir();
+    let finish = |why: &str| report(&s, &term, &out_dir, why);
+    let events = || super::run::read_jsonl(&s.state_dir.join("events.jsonl"));
+    assert!(started(&term), "{}", finish("claude did not start"));
+
+    term.type_line("READ-THE-SETTINGS please");
+    assert!(
+        term.wait(Duration::from_secs(90), || term
+            .screen()
+            .contains("the loop budget is spent")),
+        "{}",
+        finish("the person was not asked")
+    );
+    let asked = events()
+        .into_iter()
+        .filter(|e| e["detector"] == "budget" && e["decision"] == "ask")
+        .count();
+    assert_eq!(asked, 1, "{}", finish("one ask"));
+    assert!(
+        !events()
+            .iter()
+            .any(|e| e["evidence"]["halt"] == "budget" && e["decision"] != "ask"),
+        "{}",
+        finish("an attended session is asked, never ended")
+    );
+    // The person says no; then raises the budget themselves.
+    term.press_escape();
+    std::thread::sleep(Duration::from_secs(2));
+    term.type_line("/loopgate budget +1");
+    let limit = || {
+        let status = s.status_json();
+        status["budget"]["session_limit_usd"]
+            .as_f64()
+            .unwrap_or(0.0)
+    };
+    assert!(
+        term.wait(Duration::from_secs(30), || limit() > 1.0),
+        "{}",
+        finish(&format!("the budget was not raised: {}", limit()))
+    );
+}

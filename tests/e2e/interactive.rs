@@ -54,6 +54,14 @@ impl Terminal {
             .status();
     }
 
+    /// Presses Escape: a person declining Claude Code's permission dialog.
+    pub fn press_escape(&self) {
+        let _ = self
+            .tmux(&[])
+            .args(["send-keys", "-t", "main", "Escape"])
+            .status();
+    }
+
     /// The screen and its scroll-back, with every run of whitespace one space: the CLI wraps
     /// long lines at the terminal's width.
     pub fn screen(&self) -> String {
