@@ -226,8 +226,14 @@ impl Ctx {
     fn loopgate(&self, sub: &str, state: &Path, session: &str, stdin: Vec<u8>) -> Invocation {
         Invocation {
             program: self.loopgate.clone(),
-            args: vec![sub.into()],
-            env: self.hook_env(session, ("LOOPGATE_STATE_DIR", state)),
+            // As setup writes a hook with its own state dir: a hook never takes it from its
+            // environment (a settings file's `env` reaches that).
+            args: vec![
+                "--state-dir".into(),
+                state.display().to_string(),
+                sub.into(),
+            ],
+            env: self.hook_env(session, ("BENCH_STATE_DIR", state)),
             stdin,
         }
     }
@@ -247,7 +253,7 @@ impl Ctx {
         Invocation {
             program: self.floor.clone().unwrap_or_else(|| BARE.into()),
             args: vec![],
-            env: self.hook_env(session, ("LOOPGATE_STATE_DIR", &self.ws.fresh_state)),
+            env: self.hook_env(session, ("BENCH_STATE_DIR", &self.ws.fresh_state)),
             stdin,
         }
     }
@@ -256,7 +262,7 @@ impl Ctx {
         Invocation {
             program: "git".into(),
             args: vec!["status".into(), "--porcelain".into()],
-            env: self.hook_env(session, ("LOOPGATE_STATE_DIR", &self.ws.fresh_state)),
+            env: self.hook_env(session, ("BENCH_STATE_DIR", &self.ws.fresh_state)),
             stdin: vec![],
         }
     }
@@ -265,7 +271,7 @@ impl Ctx {
         Invocation {
             program: BARE.into(),
             args: vec![],
-            env: self.hook_env(session, ("LOOPGATE_STATE_DIR", &self.ws.fresh_state)),
+            env: self.hook_env(session, ("BENCH_STATE_DIR", &self.ws.fresh_state)),
             stdin,
         }
     }

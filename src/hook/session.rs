@@ -344,15 +344,19 @@ fn env_ignored_once(store: &Store, session_id: &str, ignored: &[String]) -> Opti
     if ignored.is_empty() {
         return None;
     }
-    let text = crate::judge::redact::mask(&format!(
+    // Masked only once it is to be told: the masks cost ten times an ordinary call, and the
+    // variable stays set on every call of the session (the notice file keeps a digest only).
+    let key = format!("{session_id}\0env");
+    if !crate::store::notice::first_time(store.dir(), &key, &ignored.join("\0")) {
+        return None;
+    }
+    Some(crate::judge::redact::mask(&format!(
         "the hook's environment sets {}, which would loosen loopgate or move its state: ignored, \
          since a settings file's `env` or a shell start-up file can put it there. loopgate goes \
          on as its hook command and your config file say; to change that, use the user config \
          file or the hook command's --observe, --state-dir or --config (`loopgate doctor`)",
         ignored.join(", ")
-    ));
-    let key = format!("{session_id}\0env");
-    crate::store::notice::first_time(store.dir(), &key, &text).then_some(text)
+    )))
 }
 
 /// The configured state dir (repaired if an agent broke it, see [`Store::open_healing`]), or the private
