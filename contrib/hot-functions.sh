@@ -28,9 +28,9 @@ for fixture in "$repo"/tests/fixtures/basic-*.json; do
     sub="$(printf '%s' "$event" | sed -E 's/([a-z])([A-Z])/\1-\2/g' | tr 'A-Z' 'a-z')"
     n=$((n + 1))
     (cd "$work/project" && env -i PATH="$PATH" HOME="$work/home" CLAUDECODE=1 \
-        CLAUDE_PROJECT_DIR="$work/project" LOOPGATE_STATE_DIR="$work/state" \
+        CLAUDE_PROJECT_DIR="$work/project" \
         valgrind --tool=callgrind --demangle=no --dump-instr=no \
-        --callgrind-out-file="$work/cg.$n" "$bin" "$sub" <"$fixture" >/dev/null 2>&1) || true
+        --callgrind-out-file="$work/cg.$n" "$bin" --state-dir "$work/state" "$sub" <"$fixture" >/dev/null 2>&1) || true
 done
 
 # The guard's path work runs only for commands that name paths, which the fixture session's
@@ -41,9 +41,9 @@ for command in 'cargo test --quiet' 'npm run build' 'pytest tests/test_a.py -x' 
     n=$((n + 1))
     sed "s#\"command\": *\"[^\"]*\"#\"command\": \"$command\"#" "$pre" >"$work/pre.json"
     (cd "$work/project" && env -i PATH="$PATH" HOME="$work/home" CLAUDECODE=1 \
-        CLAUDE_PROJECT_DIR="$work/project" LOOPGATE_STATE_DIR="$work/state" \
+        CLAUDE_PROJECT_DIR="$work/project" \
         valgrind --tool=callgrind --demangle=no --dump-instr=no \
-        --callgrind-out-file="$work/cg.$n" "$bin" pre-tool-use <"$work/pre.json" >/dev/null 2>&1) || true
+        --callgrind-out-file="$work/cg.$n" "$bin" --state-dir "$work/state" pre-tool-use <"$work/pre.json" >/dev/null 2>&1) || true
 done
 
 out="$repo/contrib/hot-functions.txt"

@@ -23,7 +23,7 @@ export interface LoopgateHooksOptions {
   attended?: boolean;
   /** Seconds one call may take before it is let through unchecked (default 10). */
   timeout?: number;
-  /** Extra environment for the binary (LOOPGATE_STATE_DIR, LOOPGATE_CONFIG…). */
+  /** Extra environment for the binary (a `LOOPGATE_*` setting may only tighten it; a hook takes no state dir or config file from its environment). */
   env?: Record<string, string>;
 }
 

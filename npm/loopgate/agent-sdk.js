@@ -172,7 +172,7 @@ function runHook(bin, sub, input, env, timeoutMs, signal) {
  *  - `attended`: whether a person watches the run (default false: SDK agents run unattended;
  *    Claude Code says the same of an SDK session's settings hooks).
  *  - `timeout`: seconds one call may take (default 10).
- *  - `env`: extra environment for the binary (LOOPGATE_STATE_DIR, LOOPGATE_CONFIG…).
+ *  - `env`: extra environment for the binary (a `LOOPGATE_*` setting may only tighten it; a hook takes no state dir or config file from its environment).
  * Merge with hooks of your own by concatenating the matcher arrays of an event.
  */
 function loopgateHooks(options = {}) {

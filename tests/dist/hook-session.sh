@@ -82,7 +82,10 @@ session() {
         payload=$(sed -e "s#/home/dev/project#${proj_sed}#g" -e "s#/home/dev#/nonexistent#g" \
             ${extra:+-e "$extra"} "$fixtures/$fixture")
         set +e
-        out=$(printf '%s\n' "$payload" | (cd "$proj" && "${env[@]}" "$@" "$sub") 2>>"$dir/stderr")
+        # The state dir on the hook's command line, as setup writes it: a hook never takes it
+        # from its environment (the manual commands below do).
+        out=$(printf '%s\n' "$payload" |
+            (cd "$proj" && "${env[@]}" "$@" --state-dir "$dir/state" "$sub") 2>>"$dir/stderr")
         code=$?
         set -e
         [ "$code" = 2 ] && fail "$step: exit code 2 (loopgate never exits 2)"
